@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs every Debian package that mpiasr's build, tests and demo need.
+# Idempotent: packages already present are skipped by apt, so running it twice
+# is safe and the second run takes a few seconds.
+set -euo pipefail
+
+packages=(
+  # build
+  build-essential cmake pkg-config clang-format git
+  # io
+  libsndfile1-dev libsoxr-dev libkissfft-dev libfftw3-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libsentencepiece-dev sentencepiece
+  # compute
+  libopenblas-dev
+  # distributed
+  libopenmpi-dev openmpi-bin libpmix-dev slurm-wlm slurm-wlm-basic-plugins munge
+  # tests and benchmarks
+  libgtest-dev libgmock-dev libbenchmark-dev
+  # corpus generation (speech synthesis, mixing) and plotting
+  espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
+  python3-matplotlib python3-numpy
+  # utilities the scripts call
+  util-linux procps
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${#missing[@]} packages: ${missing[*]}"
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"
