@@ -9,7 +9,7 @@ packages=(
   build-essential cmake pkg-config clang-format git
   # io
   libsndfile1-dev libsoxr-dev libkissfft-dev libfftw3-dev
-  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev
+  libyaml-cpp-dev libcli11-dev nlohmann-json3-dev zlib1g-dev
   libsentencepiece-dev sentencepiece
   # compute
   libopenblas-dev
