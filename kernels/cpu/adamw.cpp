@@ -1,0 +1,52 @@
+// AdamW, sum of squares and the non-finite check on the CPU, parallel over
+// elements (OpenMP).
+#include "kernels/cpu/adamw.h"
+
+#include <cmath>
+
+#include "kernels/adamw_math.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+template <typename Real>
+void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale) {
+  MPIASR_CHECK(step >= 1, "adamw_step: step " << step << " (steps count from 1)");
+  const AdamWCoefficients<Real> c =
+      adamw_coefficients<Real>(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  const bool copy = w_act && w_act != w;
+#pragma omp parallel for schedule(static)
+  for (size_t i = 0; i < n; ++i) {
+    adamw_update(w[i], m[i], v[i], g[i], c);
+    if (copy) w_act[i] = w[i];
+  }
+}
+
+template <typename Real>
+double cpu_sum_squares(const Real* g, size_t n) {
+  double sum = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sum)
+  for (size_t i = 0; i < n; ++i) sum += double(g[i]) * double(g[i]);
+  return sum;
+}
+
+template <typename Real>
+bool cpu_has_nonfinite(const Real* g, size_t n) {
+  bool found = false;
+#pragma omp parallel for schedule(static) reduction(|| : found)
+  for (size_t i = 0; i < n; ++i) found = found || !std::isfinite(g[i]);
+  return found;
+}
+
+template void cpu_adamw_step<float>(float*, float*, const float*, float*, float*, size_t, float,
+                                    float, float, float, float, int, float);
+template void cpu_adamw_step<double>(double*, double*, const double*, double*, double*, size_t,
+                                     float, float, float, float, float, int, float);
+template double cpu_sum_squares<float>(const float*, size_t);
+template double cpu_sum_squares<double>(const double*, size_t);
+template bool cpu_has_nonfinite<float>(const float*, size_t);
+template bool cpu_has_nonfinite<double>(const double*, size_t);
+
+}  // namespace mpiasr

@@ -1,0 +1,26 @@
+// The optimizer's tensor operations on the CPU: one AdamW step on a parameter
+// tensor (math in kernels/adamw_math.h), the sum of squares of a gradient (for
+// the global norm) and the non-finite check (for dynamic loss scaling).
+// All buffers are flat [n]; Real is float or double.
+#pragma once
+
+#include <cstddef>
+
+namespace mpiasr {
+
+// AdamW on w, m, v [n] from g [n]; step t >= 1 (the bias corrections use it).
+// Then w_act[i] = w[i] (the compute copy), skipped when w_act is null or w.
+template <typename Real>
+void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n, float lr,
+                    float beta1, float beta2, float eps, float weight_decay, int step,
+                    float grad_scale);
+
+// sum_i g[i]^2, accumulated in double.
+template <typename Real>
+double cpu_sum_squares(const Real* g, size_t n);
+
+// Whether any g[i] is NaN or +-inf.
+template <typename Real>
+bool cpu_has_nonfinite(const Real* g, size_t n);
+
+}  // namespace mpiasr

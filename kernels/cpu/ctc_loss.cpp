@@ -1,0 +1,112 @@
+// CTC loss and gradient on the CPU: log-space alpha-beta in double per
+// utterance, utterances in parallel. The math is in kernels/ctc_math.h.
+#include "kernels/cpu/ctc_loss.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/ctc_math.h"
+#include "src/error.h"
+
+namespace mpiasr {
+namespace {
+
+// Checks lengths and tokens before the parallel part (which cannot throw).
+void check_ctc_inputs(const int32_t* targets, const int32_t* target_lengths,
+                      const int32_t* input_lengths, int B, int T, int V) {
+  MPIASR_CHECK(B >= 0 && T >= 0 && V >= 1,
+               "ctc_loss: bad shape B=" << B << " T=" << T << " V=" << V);
+  int64_t offset = 0;
+  for (int b = 0; b < B; ++b) {
+    MPIASR_CHECK(input_lengths[b] >= 0 && input_lengths[b] <= T,
+                 "ctc_loss: utterance " << b << " has input length " << input_lengths[b]
+                                        << ", outside [0, " << T << "]");
+    MPIASR_CHECK(target_lengths[b] >= 0,
+                 "ctc_loss: utterance " << b << " has target length " << target_lengths[b]);
+    for (int i = 0; i < target_lengths[b]; ++i) {
+      int32_t token = targets[offset + i];
+      MPIASR_CHECK(token >= 1 && token < V,
+                   "ctc_loss: utterance " << b << " has target token " << token << " at position "
+                                          << i << ", outside [1, " << V << ") (0 is the blank)");
+    }
+    offset += target_lengths[b];
+  }
+}
+
+// One utterance: returns -log p(y|x); writes grad [T_pad, V] when non-null.
+template <typename Real>
+double ctc_utterance(Real* grad, const Real* lp, const int32_t* y, int L, int frames, int T_pad,
+                     int V, double scale) {
+  const double inf = -log_zero<double>();
+  if (grad) std::fill(grad, grad + static_cast<size_t>(T_pad) * V, Real(0));
+  if (ctc_min_frames(y, L) > frames) return inf;
+  if (frames == 0) return 0.0;  // empty input, empty target: p = 1
+  const int S = 2 * L + 1;
+  auto lp_at = [&](int t, int k) {
+    return static_cast<double>(lp[static_cast<size_t>(t) * V + k]);
+  };
+
+  std::vector<double> alpha(static_cast<size_t>(frames) * S, log_zero<double>());
+  alpha[0] = lp_at(0, 0);
+  if (L > 0) alpha[1] = lp_at(0, y[0]);
+  for (int t = 1; t < frames; ++t) {
+    const double* prev = &alpha[static_cast<size_t>(t - 1) * S];
+    double* row = &alpha[static_cast<size_t>(t) * S];
+    for (int s = 0; s < S; ++s) row[s] = ctc_alpha(prev, y, s, lp_at(t, ctc_state_label(y, s)));
+  }
+  const double* last = &alpha[static_cast<size_t>(frames - 1) * S];
+  const double log_p = L > 0 ? log_add(last[S - 1], last[S - 2]) : last[S - 1];
+  if (log_p == log_zero<double>()) return inf;  // e.g. -inf log-probs on every path
+  if (!grad) return -log_p;
+
+  std::vector<double> beta(static_cast<size_t>(frames) * S, log_zero<double>());
+  double* tail = &beta[static_cast<size_t>(frames - 1) * S];
+  tail[S - 1] = lp_at(frames - 1, 0);
+  if (L > 0) tail[S - 2] = lp_at(frames - 1, y[L - 1]);
+  for (int t = frames - 2; t >= 0; --t) {
+    const double* next = &beta[static_cast<size_t>(t + 1) * S];
+    double* row = &beta[static_cast<size_t>(t) * S];
+    for (int s = 0; s < S; ++s) row[s] = ctc_beta(next, y, s, S, lp_at(t, ctc_state_label(y, s)));
+  }
+
+  std::vector<double> log_occupancy(V);
+  for (int t = 0; t < frames; ++t) {
+    std::fill(log_occupancy.begin(), log_occupancy.end(), log_zero<double>());
+    const double* a = &alpha[static_cast<size_t>(t) * S];
+    const double* b = &beta[static_cast<size_t>(t) * S];
+    for (int s = 0; s < S; ++s) {
+      int32_t k = ctc_state_label(y, s);
+      log_occupancy[k] = log_add(log_occupancy[k], a[s] + b[s] - lp_at(t, k));
+    }
+    Real* g = grad + static_cast<size_t>(t) * V;
+    for (int k = 0; k < V; ++k)
+      g[k] = static_cast<Real>(ctc_logit_grad(lp_at(t, k), log_occupancy[k], log_p, scale));
+  }
+  return -log_p;
+}
+
+}  // namespace
+
+template <typename Real>
+void cpu_ctc_loss(double* losses, Real* dlogits, const Real* logprobs, const int32_t* targets,
+                  const int32_t* target_lengths, const int32_t* input_lengths,
+                  const double* grad_scale, int B, int T, int V) {
+  check_ctc_inputs(targets, target_lengths, input_lengths, B, T, V);
+  MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
+  std::vector<int64_t> offsets(B + 1, 0);
+  for (int b = 0; b < B; ++b) offsets[b + 1] = offsets[b] + target_lengths[b];
+  const size_t stride = static_cast<size_t>(T) * V;
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int b = 0; b < B; ++b) {
+    Real* grad = dlogits ? dlogits + b * stride : nullptr;
+    losses[b] = ctc_utterance(grad, logprobs + b * stride, targets + offsets[b], target_lengths[b],
+                              input_lengths[b], T, V, grad_scale ? grad_scale[b] : 1.0);
+  }
+}
+
+template void cpu_ctc_loss<float>(double*, float*, const float*, const int32_t*, const int32_t*,
+                                  const int32_t*, const double*, int, int, int);
+template void cpu_ctc_loss<double>(double*, double*, const double*, const int32_t*, const int32_t*,
+                                   const int32_t*, const double*, int, int, int);
+
+}  // namespace mpiasr
