@@ -8,6 +8,10 @@
 #include "src/error.h"
 
 namespace mpiasr {
+namespace {
+// Below this many elements a parallel region costs more than it saves.
+constexpr size_t kParallelMin = size_t(1) << 15;
+}  // namespace
 
 template <typename Real>
 void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n, float lr,
@@ -17,7 +21,7 @@ void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_
   const AdamWCoefficients<Real> c =
       adamw_coefficients<Real>(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
   const bool copy = w_act && w_act != w;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) {
     adamw_update(w[i], m[i], v[i], g[i], c);
     if (copy) w_act[i] = w[i];
@@ -27,7 +31,7 @@ void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_
 template <typename Real>
 double cpu_sum_squares(const Real* g, size_t n) {
   double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum)
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) sum += double(g[i]) * double(g[i]);
   return sum;
 }
@@ -35,7 +39,7 @@ double cpu_sum_squares(const Real* g, size_t n) {
 template <typename Real>
 bool cpu_has_nonfinite(const Real* g, size_t n) {
   bool found = false;
-#pragma omp parallel for schedule(static) reduction(|| : found)
+#pragma omp parallel for schedule(static) reduction(|| : found) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) found = found || !std::isfinite(g[i]);
   return found;
 }

@@ -96,7 +96,7 @@ void cpu_ctc_loss(double* losses, Real* dlogits, const Real* logprobs, const int
   std::vector<int64_t> offsets(B + 1, 0);
   for (int b = 0; b < B; ++b) offsets[b + 1] = offsets[b] + target_lengths[b];
   const size_t stride = static_cast<size_t>(T) * V;
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (B > 1)
   for (int b = 0; b < B; ++b) {
     Real* grad = dlogits ? dlogits + b * stride : nullptr;
     losses[b] = ctc_utterance(grad, logprobs + b * stride, targets + offsets[b], target_lengths[b],

@@ -1,0 +1,155 @@
+// AdamW against values worked out by hand from the formula
+//   m = b1 m + (1 - b1) g ; v = b2 v + (1 - b2) g^2
+//   w -= lr * ( (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd * w )
+// with constants exact in binary (lr 0.125, b1 0.5, b2 0.75, eps 0.125,
+// wd 0.25), so float and double runs see the same hyper-parameters; plus the
+// gradient-norm and non-finite helpers.
+#include "kernels/cpu/adamw.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace mpiasr {
+namespace {
+
+constexpr float kLr = 0.125f, kBeta1 = 0.5f, kBeta2 = 0.75f, kEps = 0.125f, kWd = 0.25f;
+
+// Step 1, w = (1, -2, 0.5), g = (0.25, -0.5, 0); 1 - b1 = 0.5, 1 - b2 = 0.25:
+//   m = (0.125, -0.25, 0)        v = (0.015625, 0.0625, 0)
+//   m^ = m / 0.5 = (0.25, -0.5, 0)   v^ = v / 0.25 = (0.0625, 0.25, 0), sqrt = (0.25, 0.5, 0)
+//   m^ / (sqrt + eps) = (0.25 / 0.375, -0.5 / 0.625, 0) = (2/3, -0.8, 0)
+//   wd * w = (0.25, -0.5, 0.125)
+//   w = (1 - 0.125 (2/3 + 0.25), -2 - 0.125 (-0.8 - 0.5), 0.5 - 0.125 * 0.125)
+//     = (0.885416..., -1.8375, 0.484375)
+const double kW1[3] = {1.0 - 0.125 * (2.0 / 3.0 + 0.25), -2.0 - 0.125 * (-0.8 - 0.5),
+                       0.5 - 0.125 * 0.125};
+const double kM1[3] = {0.125, -0.25, 0.0}, kV1[3] = {0.015625, 0.0625, 0.0};
+
+// Step 2, g = (0.25, 0.5, -0.125); 1 - b1^2 = 0.75, 1 - b2^2 = 0.4375:
+//   m = 0.5 m + 0.5 g = (0.1875, 0.125, -0.0625)
+//   v = 0.75 v + 0.25 g^2 = (0.02734375, 0.109375, 0.00390625)
+//   m^ = m / 0.75 = (0.25, 1/6, -1/12)   v^ = v / 0.4375 = (0.0625, 0.25, 1/112)
+//   m^ / (sqrt + eps) = (0.25 / 0.375, (1/6) / 0.625, (-1/12) / (sqrt(1/112) + 0.125))
+//   w -= 0.125 (that + 0.25 w1)
+const double kW2[3] = {
+    kW1[0] - 0.125 * (0.25 / 0.375 + 0.25 * kW1[0]),
+    kW1[1] - 0.125 * ((1.0 / 6.0) / 0.625 + 0.25 * kW1[1]),
+    kW1[2] - 0.125 * ((-1.0 / 12.0) / (std::sqrt(1.0 / 112.0) + 0.125) + 0.25 * kW1[2])};
+const double kM2[3] = {0.1875, 0.125, -0.0625}, kV2[3] = {0.02734375, 0.109375, 0.00390625};
+
+template <typename Real>
+void check_two_steps(double tolerance) {
+  std::vector<Real> w = {1, -2, 0.5}, w_act(3, Real(7)), m(3, 0), v(3, 0);
+  const std::vector<Real> g1 = {0.25, -0.5, 0}, g2 = {0.25, 0.5, -0.125};
+  cpu_adamw_step<Real>(w.data(), w_act.data(), g1.data(), m.data(), v.data(), 3, kLr, kBeta1,
+                       kBeta2, kEps, kWd, 1, 1.0f);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(w[i], kW1[i], tolerance) << i;
+    EXPECT_NEAR(m[i], kM1[i], tolerance) << i;
+    EXPECT_NEAR(v[i], kV1[i], tolerance) << i;
+    EXPECT_EQ(w_act[i], w[i]) << i;
+  }
+  cpu_adamw_step<Real>(w.data(), w_act.data(), g2.data(), m.data(), v.data(), 3, kLr, kBeta1,
+                       kBeta2, kEps, kWd, 2, 1.0f);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(w[i], kW2[i], tolerance) << i;
+    EXPECT_NEAR(m[i], kM2[i], tolerance) << i;
+    EXPECT_NEAR(v[i], kV2[i], tolerance) << i;
+    EXPECT_EQ(w_act[i], w[i]) << i;
+  }
+}
+
+TEST(AdamW, TwoStepsMatchHandArithmeticDouble) {
+  check_two_steps<double>(1e-15);
+}
+TEST(AdamW, TwoStepsMatchHandArithmeticFloat) {
+  check_two_steps<float>(1e-6);
+}
+
+TEST(AdamW, WeightDecayIsDecoupled) {
+  // Zero gradient: the moments stay 0 and w shrinks by exactly (1 - lr wd).
+  std::vector<double> w = {1.5, -4.0, 0.0}, m(3, 0), v(3, 0);
+  const std::vector<double> g(3, 0.0);
+  cpu_adamw_step<double>(w.data(), nullptr, g.data(), m.data(), v.data(), 3, kLr, kBeta1, kBeta2,
+                         kEps, kWd, 1, 1.0f);
+  const double shrink = 1.0 - 0.125 * 0.25;
+  EXPECT_EQ(w[0], 1.5 * shrink);
+  EXPECT_EQ(w[1], -4.0 * shrink);
+  EXPECT_EQ(w[2], 0.0);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(m[i], 0.0);
+    EXPECT_EQ(v[i], 0.0);
+  }
+}
+
+TEST(AdamW, GradScaleUnscalesGradients) {
+  // Gradients scaled by a loss scale of 1024 with grad_scale 1/1024 step
+  // exactly like the unscaled gradients (powers of two are exact).
+  std::vector<float> w1 = {1, -2, 0.5}, m1(3, 0), v1(3, 0);
+  std::vector<float> w2 = w1, m2(3, 0), v2(3, 0);
+  const std::vector<float> g = {0.25, -0.5, 0.0625}, g_scaled = {256, -512, 64};
+  cpu_adamw_step<float>(w1.data(), nullptr, g.data(), m1.data(), v1.data(), 3, kLr, kBeta1, kBeta2,
+                        kEps, kWd, 1, 1.0f);
+  cpu_adamw_step<float>(w2.data(), w2.data(), g_scaled.data(), m2.data(), v2.data(), 3, kLr, kBeta1,
+                        kBeta2, kEps, kWd, 1, 1.0f / 1024);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(w2[i], w1[i]);
+    EXPECT_EQ(m2[i], m1[i]);
+    EXPECT_EQ(v2[i], v1[i]);
+  }
+}
+
+TEST(AdamW, StepCountsFromOne) {
+  std::vector<float> w(1, 1), m(1, 0), v(1, 0), g(1, 1);
+  EXPECT_ANY_THROW(cpu_adamw_step<float>(w.data(), nullptr, g.data(), m.data(), v.data(), 1, kLr,
+                                         kBeta1, kBeta2, kEps, kWd, 0, 1.0f));
+}
+
+TEST(SumSquares, MatchesClosedForm) {
+  // sum_{i=1}^{n} i^2 = n (n + 1) (2n + 1) / 6; exact in double for n = 100000.
+  const size_t n = 100000;
+  std::vector<float> g(n);
+  for (size_t i = 0; i < n; ++i) g[i] = static_cast<float>(i + 1);
+  EXPECT_EQ(cpu_sum_squares<float>(g.data(), n), double(n) * (n + 1) * (2 * n + 1) / 6);
+  const std::vector<double> small = {0.5, -1.5, 2.0};
+  EXPECT_EQ(cpu_sum_squares<double>(small.data(), 3), 0.25 + 2.25 + 4.0);
+  EXPECT_EQ(cpu_sum_squares<double>(small.data(), 0), 0.0);
+}
+
+TEST(SumSquares, AccumulatesInDouble) {
+  // 2^20 values of 0.1f: a float accumulator drifts far from 2^20 * 0.1f^2.
+  const size_t n = size_t(1) << 20;
+  std::vector<float> g(n, 0.1f);
+  const double expected = double(n) * double(0.1f) * double(0.1f);
+  EXPECT_NEAR(cpu_sum_squares<float>(g.data(), n), expected, 1e-9 * expected);
+}
+
+template <typename Real>
+void check_nonfinite() {
+  const Real nan = std::numeric_limits<Real>::quiet_NaN();
+  const Real inf = std::numeric_limits<Real>::infinity();
+  std::vector<Real> g(1000, Real(0.5));
+  g[17] = std::numeric_limits<Real>::max();
+  g[18] = std::numeric_limits<Real>::denorm_min();
+  EXPECT_FALSE(cpu_has_nonfinite<Real>(g.data(), g.size()));
+  for (Real bad : {nan, inf, -inf}) {
+    for (size_t at : {size_t(0), size_t(500), size_t(999)}) {
+      std::vector<Real> h = g;
+      h[at] = bad;
+      EXPECT_TRUE(cpu_has_nonfinite<Real>(h.data(), h.size())) << bad << " at " << at;
+    }
+  }
+}
+
+TEST(HasNonfinite, FindsNanAndInfinityFloat) {
+  check_nonfinite<float>();
+}
+TEST(HasNonfinite, FindsNanAndInfinityDouble) {
+  check_nonfinite<double>();
+}
+
+}  // namespace
+}  // namespace mpiasr
