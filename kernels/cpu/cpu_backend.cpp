@@ -1,0 +1,333 @@
+// CpuBackend: forwards each Backend operation to its kernel in kernels/cpu/
+// on a team of the configured size (see cpu_backend.h).
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/cpu/activations.h"
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/attention.h"
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/ctc_loss.h"
+#include "kernels/cpu/depthwise_conv1d.h"
+#include "kernels/cpu/dropout.h"
+#include "kernels/cpu/elementwise.h"
+#include "kernels/cpu/gemm.h"
+#include "kernels/cpu/layernorm.h"
+#include "kernels/cpu/linear.h"
+#include "kernels/cpu/log_softmax.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace {
+constexpr size_t kAlignment = 256;
+}
+
+template <typename T>
+CpuBackend<T>::CpuBackend(int num_threads)
+    : threads_(num_threads > 0 ? num_threads : omp_get_num_procs()) {
+  MPIASR_CHECK(num_threads >= 0, "thread count " << num_threads << " is negative");
+  // Parallelism comes from the OpenMP teams around the BLAS calls.
+  openblas_set_num_threads(1);
+}
+
+template <typename T>
+std::string CpuBackend<T>::name() const {
+  return std::string(sizeof(T) == 4 ? "cpu-fp32" : "cpu-fp64") + " (" + std::to_string(threads_) +
+         " threads, OpenBLAS " + openblas_get_corename() + ")";
+}
+
+template <typename T>
+void CpuBackend<T>::use_threads() const {
+  omp_set_num_threads(threads_);
+}
+
+// ---- memory -----------------------------------------------------------------
+
+template <typename T>
+void* CpuBackend<T>::alloc(size_t bytes) {
+  const size_t rounded = (bytes + kAlignment - 1) / kAlignment * kAlignment;
+  void* ptr = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
+  if (!ptr) MPIASR_FAIL(ExitCode::kFailure, "out of host memory allocating " << bytes << " bytes");
+  return ptr;
+}
+
+template <typename T>
+void CpuBackend<T>::release(void* ptr) {
+  std::free(ptr);
+}
+
+template <typename T>
+void CpuBackend<T>::to_device(void* dst, const void* host_src, size_t bytes) {
+  std::memcpy(dst, host_src, bytes);
+}
+
+template <typename T>
+void CpuBackend<T>::to_host(void* host_dst, const void* src, size_t bytes) {
+  std::memcpy(host_dst, src, bytes);
+}
+
+template <typename T>
+void CpuBackend<T>::copy(void* dst, const void* src, size_t bytes) {
+  std::memcpy(dst, src, bytes);
+}
+
+template <typename T>
+void CpuBackend<T>::zero(void* ptr, size_t bytes) {
+  std::memset(ptr, 0, bytes);
+}
+
+// ---- casts and elementwise --------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::cast_acc_to_act(T* dst, const T* src, size_t n) {
+  use_threads();
+  cpu_cast(dst, src, n);
+}
+
+template <typename T>
+void CpuBackend<T>::cast_act_to_acc(T* dst, const T* src, size_t n) {
+  use_threads();
+  cpu_cast(dst, src, n);
+}
+
+template <typename T>
+void CpuBackend<T>::cast_f32_to_act(T* dst, const float* src, size_t n) {
+  use_threads();
+  cpu_cast(dst, src, n);
+}
+
+template <typename T>
+void CpuBackend<T>::add_scaled(T* y, const T* x, const T* r, float alpha, size_t n) {
+  use_threads();
+  cpu_add_scaled(y, x, r, alpha, n);
+}
+
+template <typename T>
+void CpuBackend<T>::accumulate_scaled(T* dy, const T* dx, float alpha, size_t n) {
+  use_threads();
+  cpu_accumulate_scaled(dy, dx, alpha, n);
+}
+
+template <typename T>
+void CpuBackend<T>::mask_padding(T* x, const int32_t* lengths, int B, int T_, int C) {
+  cpu_mask_padding(x, lengths, B, T_, C);
+}
+
+// ---- GEMM -------------------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A,
+                         int lda, int64_t stride_a, const T* B, int ldb, int64_t stride_b,
+                         float beta, T* C, int ldc, int64_t stride_c, int batch) {
+  use_threads();
+  cpu_gemm<T>(trans_a, trans_b, M, N, K, T(alpha), A, lda, stride_a, B, ldb, stride_b, T(beta), C,
+              ldc, stride_c, batch);
+}
+
+template <typename T>
+void CpuBackend<T>::linear_forward(T* out, const T* inp, const T* weight, const T* bias, int M,
+                                   int K, int N) {
+  use_threads();
+  cpu_linear_forward(out, inp, weight, bias, M, K, N);
+}
+
+template <typename T>
+void CpuBackend<T>::linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                    const T* weight, int M, int K, int N) {
+  use_threads();
+  cpu_linear_backward(dinp, dweight, dbias, dout, inp, weight, M, K, N);
+}
+
+// ---- convolution subsampling ------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B,
+                                   int Cin, int H, int W, int Cout) {
+  use_threads();
+  cpu_conv2d_forward(out, inp, weight, bias, B, Cin, H, W, Cout);
+}
+
+template <typename T>
+void CpuBackend<T>::conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                    const T* weight, int B, int Cin, int H, int W, int Cout) {
+  use_threads();
+  cpu_conv2d_backward(dinp, dweight, dbias, dout, inp, weight, B, Cin, H, W, Cout);
+}
+
+// ---- normalization ----------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight,
+                                      const T* bias, int N, int C, float eps) {
+  use_threads();
+  cpu_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps);
+}
+
+template <typename T>
+void CpuBackend<T>::layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                       const T* weight, const T* mean, const T* rstd, int N,
+                                       int C) {
+  use_threads();
+  cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+}
+
+// ---- activations ------------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::relu_forward(T* out, const T* inp, size_t n) {
+  use_threads();
+  cpu_relu_forward(out, inp, n);
+}
+
+template <typename T>
+void CpuBackend<T>::relu_backward(T* dinp, const T* dout, const T* inp, size_t n) {
+  use_threads();
+  cpu_relu_backward(dinp, dout, inp, n);
+}
+
+template <typename T>
+void CpuBackend<T>::swish_forward(T* out, const T* inp, size_t n) {
+  use_threads();
+  cpu_swish_forward(out, inp, n);
+}
+
+template <typename T>
+void CpuBackend<T>::swish_backward(T* dinp, const T* dout, const T* inp, size_t n) {
+  use_threads();
+  cpu_swish_backward(dinp, dout, inp, n);
+}
+
+template <typename T>
+void CpuBackend<T>::glu_forward(T* out, const T* inp, int N, int C) {
+  use_threads();
+  cpu_glu_forward(out, inp, N, C);
+}
+
+template <typename T>
+void CpuBackend<T>::glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) {
+  use_threads();
+  cpu_glu_backward(dinp, dout, inp, N, C);
+}
+
+// ---- dropout ----------------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
+                                    size_t n) {
+  use_threads();
+  cpu_dropout_forward(out, inp, p, seed, offset, n);
+}
+
+template <typename T>
+void CpuBackend<T>::dropout_backward(T* dinp, const T* dout, float p, uint64_t seed,
+                                     uint64_t offset, size_t n) {
+  use_threads();
+  cpu_dropout_backward(dinp, dout, p, seed, offset, n);
+}
+
+// ---- attention pieces -------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, int H,
+                                           int Dh) {
+  use_threads();
+  cpu_qkv_split_rope_forward(q, k, v, qkv, B, T_, H, Dh);
+}
+
+template <typename T>
+void CpuBackend<T>::qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv, int B,
+                                            int T_, int H, int Dh) {
+  use_threads();
+  cpu_qkv_split_rope_backward(dqkv, dq, dk, dv, B, T_, H, Dh);
+}
+
+template <typename T>
+void CpuBackend<T>::masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B,
+                                           int H, int T_) {
+  use_threads();
+  cpu_masked_softmax_forward(probs, scores, lengths, B, H, T_);
+}
+
+template <typename T>
+void CpuBackend<T>::masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B,
+                                            int H, int T_) {
+  use_threads();
+  cpu_masked_softmax_backward(dscores, dprobs, probs, B, H, T_);
+}
+
+template <typename T>
+void CpuBackend<T>::merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
+  use_threads();
+  cpu_merge_heads_forward(out, ctx, B, T_, H, Dh);
+}
+
+template <typename T>
+void CpuBackend<T>::merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) {
+  use_threads();
+  cpu_merge_heads_backward(dctx, dout, B, T_, H, Dh);
+}
+
+// ---- depthwise conv1d -------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
+                                             const int32_t* lengths, int B, int T_, int C, int K) {
+  use_threads();
+  cpu_depthwise_conv1d_forward(out, inp, weight, bias, lengths, B, T_, C, K);
+}
+
+template <typename T>
+void CpuBackend<T>::depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
+                                              const T* inp, const T* weight, const int32_t* lengths,
+                                              int B, int T_, int C, int K) {
+  use_threads();
+  cpu_depthwise_conv1d_backward(dinp, dweight, dbias, dout, inp, weight, lengths, B, T_, C, K);
+}
+
+// ---- output head, loss, optimizer -------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::log_softmax_forward(T* logprobs, const T* logits, int N, int V) {
+  use_threads();
+  cpu_log_softmax_forward(logprobs, logits, N, V);
+}
+
+template <typename T>
+void CpuBackend<T>::ctc_loss(double* losses, T* dlogits, const T* logprobs, const int32_t* targets,
+                             const int32_t* target_lengths, const int32_t* input_lengths,
+                             const double* grad_scale, int B, int T_, int V) {
+  use_threads();
+  cpu_ctc_loss(losses, dlogits, logprobs, targets, target_lengths, input_lengths, grad_scale, B, T_,
+               V);
+}
+
+template <typename T>
+double CpuBackend<T>::sum_squares(const T* g, size_t n) {
+  use_threads();
+  return cpu_sum_squares(g, n);
+}
+
+template <typename T>
+bool CpuBackend<T>::has_nonfinite(const T* g, size_t n) {
+  use_threads();
+  return cpu_has_nonfinite(g, n);
+}
+
+template <typename T>
+void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, size_t n, float lr,
+                               float beta1, float beta2, float eps, float weight_decay, int step,
+                               float grad_scale) {
+  use_threads();
+  cpu_adamw_step(w, w_act, g, m, v, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+}
+
+template class CpuBackend<float>;
+template class CpuBackend<double>;
+
+}  // namespace mpiasr

@@ -1,0 +1,20 @@
+// Dropout on the CPU with counter-based masks (kernels/philox.h):
+//   out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0
+// The mask is a pure function of (seed, offset + i), so it is the same for any
+// thread count and on the GPU, and the backward pass recomputes it instead of
+// storing it: dinp[i] = keep ? dout[i] / (1 - p) : 0. p = 0 copies; p = 1 zeroes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpiasr {
+
+template <typename T>
+void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n);
+
+template <typename T>
+void cpu_dropout_backward(T* dinp, const T* dout, float p, uint64_t seed, uint64_t offset,
+                          size_t n);
+
+}  // namespace mpiasr

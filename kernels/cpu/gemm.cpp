@@ -1,0 +1,115 @@
+// Batched, threaded GEMM over single-threaded cblas calls (see gemm.h).
+#include "kernels/cpu/gemm.h"
+
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+
+#include "kernels/cpu/parallel.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace {
+
+// Panels are cut at multiples of this many rows or columns, so each keeps the
+// full register blocking of the OpenBLAS kernels.
+constexpr int kPanelAlign = 16;
+
+void cblas_gemm(bool ta, bool tb, int M, int N, int K, float alpha, const float* A, int lda,
+                const float* B, int ldb, float beta, float* C, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+              K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+void cblas_gemm(bool ta, bool tb, int M, int N, int K, double alpha, const double* A, int lda,
+                const double* B, int ldb, double beta, double* C, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, M, N,
+              K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+// C = beta C without reading A and B (K == 0, where BLAS may skip the scaling).
+template <typename T>
+void scale_matrix(T* C, int M, int N, int ldc, T beta) {
+  for (int m = 0; m < M; ++m) {
+    T* row = C + int64_t(m) * ldc;
+    if (beta == T(0)) {
+      std::fill(row, row + N, T(0));
+    } else {
+      for (int n = 0; n < N; ++n) row[n] *= beta;
+    }
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void blas_gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,
+               const T* B, int ldb, T beta, T* C, int ldc) {
+  if (M <= 0 || N <= 0) return;
+  if (K <= 0) {
+    scale_matrix(C, M, N, ldc, beta);
+    return;
+  }
+  cblas_gemm(trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+template <typename T>
+void cpu_gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,
+              int64_t stride_a, const T* B, int ldb, int64_t stride_b, T beta, T* C, int ldc,
+              int64_t stride_c, int batch) {
+  if (M <= 0 || N <= 0 || batch <= 0) return;
+  MPIASR_CHECK(
+      lda >= std::max(1, trans_a ? M : K) && ldb >= std::max(1, trans_b ? K : N) && ldc >= N,
+      "gemm leading dimensions too small: M=" << M << " N=" << N << " K=" << K << " lda=" << lda
+                                              << " ldb=" << ldb << " ldc=" << ldc);
+  const int64_t work = int64_t(M) * N * std::max(K, 1) * batch;
+  const int threads =
+      omp_in_parallel() || work < kParallelMinMultiplyAdds ? 1 : omp_get_max_threads();
+  if (threads == 1 || batch >= threads) {
+#pragma omp parallel for schedule(static) if (threads > 1 && batch > 1)
+    for (int b = 0; b < batch; ++b) {
+      blas_gemm(trans_a, trans_b, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb,
+                beta, C + b * stride_c, ldc);
+    }
+    return;
+  }
+  // Fewer matrices than threads: cut each product along its longer side.
+  const bool split_rows = M >= N;
+  const int extent = split_rows ? M : N;
+  int panel = (extent + threads - 1) / threads;
+  panel = (panel + kPanelAlign - 1) / kPanelAlign * kPanelAlign;
+  const int panels = (extent + panel - 1) / panel;
+#pragma omp parallel for schedule(static) collapse(2)
+  for (int b = 0; b < batch; ++b) {
+    for (int p = 0; p < panels; ++p) {
+      const T* Ab = A + b * stride_a;
+      const T* Bb = B + b * stride_b;
+      T* Cb = C + b * stride_c;
+      const int begin = p * panel;
+      const int size = std::min(panel, extent - begin);
+      if (split_rows) {
+        // Rows [begin, begin + size) of op(A) and C.
+        const T* Ap = trans_a ? Ab + begin : Ab + int64_t(begin) * lda;
+        blas_gemm(trans_a, trans_b, size, N, K, alpha, Ap, lda, Bb, ldb, beta,
+                  Cb + int64_t(begin) * ldc, ldc);
+      } else {
+        // Columns [begin, begin + size) of op(B) and C.
+        const T* Bp = trans_b ? Bb + int64_t(begin) * ldb : Bb + begin;
+        blas_gemm(trans_a, trans_b, M, size, K, alpha, Ab, lda, Bp, ldb, beta, Cb + begin, ldc);
+      }
+    }
+  }
+}
+
+template void blas_gemm<float>(bool, bool, int, int, int, float, const float*, int, const float*,
+                               int, float, float*, int);
+template void blas_gemm<double>(bool, bool, int, int, int, double, const double*, int,
+                                const double*, int, double, double*, int);
+template void cpu_gemm<float>(bool, bool, int, int, int, float, const float*, int, int64_t,
+                              const float*, int, int64_t, float, float*, int, int64_t, int);
+template void cpu_gemm<double>(bool, bool, int, int, int, double, const double*, int, int64_t,
+                               const double*, int, int64_t, double, double*, int, int64_t, int);
+
+}  // namespace mpiasr

@@ -1,0 +1,90 @@
+// LayerNorm forward and backward, two-pass statistics (see layernorm.h).
+#include "kernels/cpu/layernorm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mpiasr {
+
+template <typename T>
+void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
+                           int N, int C, float eps) {
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
+  for (int n = 0; n < N; ++n) {
+    const T* x = inp + int64_t(n) * C;
+    T* y = out + int64_t(n) * C;
+    T sum = T(0);
+    for (int c = 0; c < C; ++c) sum += x[c];
+    const T m = sum / T(C);
+    T sum_sq = T(0);
+    for (int c = 0; c < C; ++c) sum_sq += (x[c] - m) * (x[c] - m);
+    const T r = T(1) / std::sqrt(sum_sq / T(C) + T(eps));
+    for (int c = 0; c < C; ++c) {
+      const T xhat = (x[c] - m) * r;
+      y[c] = xhat * (weight ? weight[c] : T(1)) + (bias ? bias[c] : T(0));
+    }
+    if (mean) mean[n] = m;
+    if (rstd) rstd[n] = r;
+  }
+}
+
+template <typename T>
+void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                            const T* weight, const T* mean, const T* rstd, int N, int C) {
+  if (dinp) {
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
+    for (int n = 0; n < N; ++n) {
+      const T* x = inp + int64_t(n) * C;
+      const T* dy = dout + int64_t(n) * C;
+      T* dx = dinp + int64_t(n) * C;
+      const T m = mean[n], r = rstd[n];
+      T sum_g = T(0), sum_g_xhat = T(0);
+      for (int c = 0; c < C; ++c) {
+        const T g = dy[c] * (weight ? weight[c] : T(1));
+        sum_g += g;
+        sum_g_xhat += g * (x[c] - m) * r;
+      }
+      const T mean_g = sum_g / T(C), mean_g_xhat = sum_g_xhat / T(C);
+      for (int c = 0; c < C; ++c) {
+        const T g = dy[c] * (weight ? weight[c] : T(1));
+        const T xhat = (x[c] - m) * r;
+        dx[c] += r * (g - mean_g - xhat * mean_g_xhat);
+      }
+    }
+  }
+  if (dweight || dbias) {
+#pragma omp parallel if (parallel_worth(int64_t(N) * C))
+    {
+      const int threads = omp_get_num_threads();
+      const int per_thread = (C + threads - 1) / threads;
+      const int begin = std::min(C, omp_get_thread_num() * per_thread);
+      const int end = std::min(C, begin + per_thread);
+      for (int n = 0; n < N; ++n) {
+        const T* x = inp + int64_t(n) * C;
+        const T* dy = dout + int64_t(n) * C;
+        const T m = mean[n], r = rstd[n];
+        for (int c = begin; c < end; ++c) {
+          if (dweight) dweight[c] += dy[c] * (x[c] - m) * r;
+          if (dbias) dbias[c] += dy[c];
+        }
+      }
+    }
+  }
+}
+
+template void cpu_layernorm_forward<float>(float*, float*, float*, const float*, const float*,
+                                           const float*, int, int, float);
+template void cpu_layernorm_forward<double>(double*, double*, double*, const double*, const double*,
+                                            const double*, int, int, float);
+template void cpu_layernorm_backward<float>(float*, float*, float*, const float*, const float*,
+                                            const float*, const float*, const float*, int, int);
+template void cpu_layernorm_backward<double>(double*, double*, double*, const double*,
+                                             const double*, const double*, const double*,
+                                             const double*, int, int);
+
+}  // namespace mpiasr

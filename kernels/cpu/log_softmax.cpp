@@ -1,0 +1,30 @@
+// Row-wise log-softmax with the max subtracted for range safety (see log_softmax.h).
+#include "kernels/cpu/log_softmax.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/cpu/parallel.h"
+
+namespace mpiasr {
+
+template <typename T>
+void cpu_log_softmax_forward(T* logprobs, const T* logits, int N, int V) {
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * V))
+  for (int n = 0; n < N; ++n) {
+    const T* x = logits + int64_t(n) * V;
+    T* y = logprobs + int64_t(n) * V;
+    T max = x[0];
+    for (int v = 1; v < V; ++v) max = std::max(max, x[v]);
+    T sum = T(0);
+    for (int v = 0; v < V; ++v) sum += std::exp(x[v] - max);
+    const T log_norm = max + std::log(sum);
+    for (int v = 0; v < V; ++v) y[v] = x[v] - log_norm;
+  }
+}
+
+template void cpu_log_softmax_forward<float>(float*, const float*, int, int);
+template void cpu_log_softmax_forward<double>(double*, const double*, int, int);
+
+}  // namespace mpiasr
