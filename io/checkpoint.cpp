@@ -1,0 +1,332 @@
+// Atomic checkpoint folders; the layout and the write protocol are described
+// in io/checkpoint.h. Everything durable goes through write_file_synced and
+// fsync_dir so that the order "files, folder, rename, root, pointer" holds on
+// disk, not only in the page cache.
+#include "io/checkpoint.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "io/checksum.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStateFile = "state.json";
+constexpr const char* kTmpPrefix = ".tmp-step-";
+
+// An open file descriptor, closed when it goes out of scope.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now and reports the error close() returns (lost writes on NFS).
+  int close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
+  MPIASR_FAIL(ExitCode::kCheckpoint,
+              "cannot " << what << " " << path << ": " << std::strerror(errno));
+}
+
+void fsync_dir(const std::string& dir) {
+  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open folder", dir);
+  if (::fsync(fd.get()) != 0) fail_errno("fsync folder", dir);
+}
+
+void rename_path(const std::string& from, const std::string& to) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) fail_errno("rename to " + to + ":", from);
+}
+
+std::string step_name(int64_t step) {
+  char name[32];
+  std::snprintf(name, sizeof name, "step-%08lld", static_cast<long long>(step));
+  return name;
+}
+
+// The step of a folder named step-NNNNNNNN (8 to 18 digits), else nullopt.
+std::optional<int64_t> parse_step_name(std::string_view name) {
+  if (!name.starts_with("step-")) return std::nullopt;
+  std::string_view digits = name.substr(5);
+  if (digits.size() < 8 || digits.size() > 18) return std::nullopt;
+  int64_t step = 0;
+  for (char c : digits) {
+    if (c < '0' || c > '9') return std::nullopt;
+    step = step * 10 + (c - '0');
+  }
+  return step;
+}
+
+// Steps of the step-NNNNNNNN folders under ROOT, ascending.
+std::vector<int64_t> step_folders(const std::string& root) {
+  std::vector<int64_t> steps;
+  std::error_code error;
+  for (const auto& entry : fs::directory_iterator(root, error)) {
+    auto step = parse_step_name(entry.path().filename().string());
+    if (step && entry.is_directory()) steps.push_back(*step);
+  }
+  std::sort(steps.begin(), steps.end());
+  return steps;
+}
+
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
+         name.find('\0') == std::string::npos;
+}
+
+// Why a file does not match its state.json entry {"size", "crc32"}, or nullopt.
+// `contents` is the file when already read; otherwise it is read from disk,
+// after a size check that catches truncation without reading.
+std::optional<std::string> file_problem(const std::string& dir, const std::string& name,
+                                        const nlohmann::json& entry, const std::string* contents) {
+  if (!is_plain_file_name(name)) return "state.json lists an invalid file name '" + name + "'";
+  if (!entry.is_object() || !entry.contains("size") || !entry["size"].is_number_unsigned() ||
+      !entry.contains("crc32") || !entry["crc32"].is_string()) {
+    return "state.json entry of " + name + " lacks size/crc32: " + entry.dump();
+  }
+  uint64_t size = entry["size"].get<uint64_t>();
+  std::string crc = entry["crc32"].get<std::string>();
+  std::string path = dir + "/" + name;
+  std::error_code error;
+  uint64_t actual_size = contents ? contents->size() : fs::file_size(path, error);
+  if (error) return name + " is missing";
+  if (actual_size != size) {
+    return name + " is " + std::to_string(actual_size) + " bytes, state.json says " +
+           std::to_string(size) + " (truncated?)";
+  }
+  std::string actual_crc = crc32_hex(contents ? crc32_of(*contents) : crc32_of_file(path));
+  if (actual_crc != crc) {
+    return name + " has CRC32 " + actual_crc + ", state.json says " + crc + " (corrupt)";
+  }
+  return std::nullopt;
+}
+
+// state.json of a checkpoint folder, parsed, or the reason it is unusable.
+std::optional<std::string> read_state(const std::string& dir, nlohmann::json& state) {
+  std::string path = dir + "/" + kStateFile;
+  if (!fs::exists(path)) return std::string(kStateFile) + " is missing";
+  state = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
+  if (state.is_discarded() || !state.is_object()) {
+    return std::string(kStateFile) + " does not parse as a JSON object";
+  }
+  if (!state.contains("files") || !state["files"].is_object()) {
+    return std::string(kStateFile) + " has no \"files\" checksums";
+  }
+  return std::nullopt;
+}
+
+void remove_path(const fs::path& path) {
+  std::error_code error;
+  fs::remove_all(path, error);
+  if (error) {
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                "cannot remove " << path.string() << ": " << error.message());
+  }
+}
+
+}  // namespace
+
+std::string checkpoint_dir(const std::string& root, int64_t step) {
+  MPIASR_CHECK(step >= 0, "checkpoint step " << step << " is negative");
+  return root + "/" + step_name(step);
+}
+
+std::string read_file(const std::string& path) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno("open", path);
+  std::string bytes;
+  std::error_code error;
+  auto size = fs::file_size(path, error);
+  if (!error) bytes.reserve(size);
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail_errno("read", path);
+    if (got == 0) break;
+    bytes.append(buffer, static_cast<size_t>(got));
+  }
+  return bytes;
+}
+
+void write_file_synced(const std::string& path, std::string_view bytes) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) fail_errno("create", path);
+  while (!bytes.empty()) {
+    ssize_t wrote = ::write(fd.get(), bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0) fail_errno("write", path);
+    bytes.remove_prefix(static_cast<size_t>(wrote));
+  }
+  if (::fsync(fd.get()) != 0) fail_errno("fsync", path);
+  if (fd.close() != 0) fail_errno("close", path);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  std::string tmp = path + ".tmp";
+  write_file_synced(tmp, bytes);
+  rename_path(tmp, path);
+  std::string parent = fs::path(path).parent_path().string();
+  fsync_dir(parent.empty() ? "." : parent);
+}
+
+std::optional<int64_t> read_checkpoint_pointer(const std::string& root, const std::string& name) {
+  std::string path = root + "/" + name;
+  if (!fs::exists(path)) return std::nullopt;
+  std::string text = read_file(path);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  auto step = parse_step_name(text);
+  if (!step) {
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                path << ": expected a folder name like step-00001000, found '" << text << "'");
+  }
+  return step;
+}
+
+std::string write_checkpoint(const std::string& root, int64_t step, const CheckpointFiles& contents,
+                             int keep_last, std::optional<int64_t> best_step) {
+  MPIASR_CHECK(step >= 0, "checkpoint step " << step << " is negative");
+  MPIASR_CHECK(keep_last >= 1, "keep_last must be at least 1, got " << keep_last);
+  MPIASR_CHECK(contents.state.is_object() && !contents.state.contains("files"),
+               "checkpoint state must be a JSON object without a \"files\" key");
+  for (const auto& [name, bytes] : contents.files) {
+    MPIASR_CHECK(is_plain_file_name(name) && name != kStateFile,
+                 "invalid checkpoint file name '" << name << "'");
+  }
+  if (best_step && *best_step != step) {
+    MPIASR_CHECK(*best_step < step && fs::is_directory(checkpoint_dir(root, *best_step)),
+                 "best step " << *best_step << " is not a checkpoint under " << root);
+  }
+
+  std::error_code error;
+  fs::create_directories(root, error);
+  if (error)
+    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot create " << root << ": " << error.message());
+  // Folders of interrupted writes (and of a replaced step, below) are garbage.
+  for (const auto& entry : fs::directory_iterator(root)) {
+    if (entry.path().filename().string().starts_with(kTmpPrefix)) remove_path(entry.path());
+  }
+
+  std::string name = step_name(step);
+  std::string tmp = root + "/" + kTmpPrefix + name.substr(5) + "-" + std::to_string(::getpid());
+  if (!fs::create_directory(tmp, error)) {
+    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot create " << tmp << ": " << error.message());
+  }
+  nlohmann::json state = contents.state;
+  state["files"] = nlohmann::json::object();
+  for (const auto& [file, bytes] : contents.files) {
+    write_file_synced(tmp + "/" + file, bytes);
+    state["files"][file] = {{"size", bytes.size()}, {"crc32", crc32_hex(crc32_of(bytes))}};
+  }
+  write_file_synced(tmp + "/" + kStateFile, state.dump(2) + "\n");
+  fsync_dir(tmp);
+
+  std::string final_dir = root + "/" + name;
+  std::string replaced;
+  if (fs::exists(final_dir)) {
+    replaced = tmp + "-replaced";
+    rename_path(final_dir, replaced);
+  }
+  rename_path(tmp, final_dir);
+  fsync_dir(root);
+  if (!replaced.empty()) remove_path(replaced);
+  write_file_atomic(root + "/latest", name + "\n");
+  if (best_step) write_file_atomic(root + "/best", step_name(*best_step) + "\n");
+
+  // Retention: the keep_last newest steps up to `step`, and the best one.
+  std::optional<int64_t> best = read_checkpoint_pointer(root, "best");
+  if (best && *best > step) {
+    remove_path(root + "/best");
+    best.reset();
+  }
+  int64_t best_kept = best.value_or(-1);
+  std::vector<int64_t> steps = step_folders(root);
+  int kept = 0;
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    bool newest_k = *it <= step && kept < keep_last;
+    if (newest_k) ++kept;
+    if (!newest_k && *it != best_kept) remove_path(checkpoint_dir(root, *it));
+  }
+  fsync_dir(root);
+  return final_dir;
+}
+
+std::optional<std::string> checkpoint_problem(const std::string& dir) {
+  if (!fs::is_directory(dir)) return dir + " is not a folder";
+  nlohmann::json state;
+  if (auto problem = read_state(dir, state)) return problem;
+  for (const auto& [name, entry] : state["files"].items()) {
+    if (auto problem = file_problem(dir, name, entry, nullptr)) return problem;
+  }
+  return std::nullopt;
+}
+
+std::vector<int64_t> list_intact_steps(const std::string& root, const CheckpointLog& log) {
+  std::vector<int64_t> intact;
+  for (int64_t step : step_folders(root)) {
+    std::string dir = checkpoint_dir(root, step);
+    if (auto problem = checkpoint_problem(dir)) {
+      log("checkpoint " + dir + " is not intact: " + *problem);
+    } else {
+      intact.push_back(step);
+    }
+  }
+  return intact;
+}
+
+std::optional<int64_t> find_latest_intact(const std::string& root, const CheckpointLog& log) {
+  std::vector<int64_t> steps = step_folders(root);
+  for (auto it = steps.rbegin(); it != steps.rend(); ++it) {
+    std::string dir = checkpoint_dir(root, *it);
+    auto problem = checkpoint_problem(dir);
+    if (!problem) return *it;
+    log("checkpoint " + dir + " is not intact: " + *problem + "; trying an older one");
+  }
+  return std::nullopt;
+}
+
+CheckpointFiles read_checkpoint(const std::string& root, int64_t step) {
+  std::string dir = checkpoint_dir(root, step);
+  if (!fs::is_directory(dir)) MPIASR_FAIL(ExitCode::kCheckpoint, "no checkpoint " << dir);
+  CheckpointFiles checkpoint;
+  if (auto problem = read_state(dir, checkpoint.state)) {
+    MPIASR_FAIL(ExitCode::kCheckpoint, "checkpoint " << dir << " is not intact: " << *problem);
+  }
+  for (const auto& [name, entry] : checkpoint.state["files"].items()) {
+    std::string path = dir + "/" + name;
+    bool present = is_plain_file_name(name) && fs::is_regular_file(path);
+    std::string contents = present ? read_file(path) : std::string();
+    if (auto problem = file_problem(dir, name, entry, present ? &contents : nullptr)) {
+      MPIASR_FAIL(ExitCode::kCheckpoint, "checkpoint " << dir << " is not intact: " << *problem);
+    }
+    checkpoint.files[name] = std::move(contents);
+  }
+  checkpoint.state.erase("files");
+  return checkpoint;
+}
+
+}  // namespace mpiasr
