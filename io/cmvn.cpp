@@ -1,0 +1,134 @@
+// CMVN statistics, their JSON file, and normalization (see cmvn.h).
+#include "io/cmvn.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace {
+
+constexpr float kPerUtteranceStdFloor = 1e-5f;
+
+}  // namespace
+
+void CmvnStats::accumulate(const float* feats, int num_frames, int n_mels) {
+  MPIASR_CHECK(n_mels > 0 && num_frames >= 0,
+               "cmvn: frames " << num_frames << ", n_mels " << n_mels);
+  if (sum.empty()) {
+    sum.assign(n_mels, 0.0);
+    sum_sq.assign(n_mels, 0.0);
+  }
+  MPIASR_CHECK(static_cast<int>(sum.size()) == n_mels,
+               "cmvn: statistics have " << sum.size() << " bins, features " << n_mels);
+  for (int t = 0; t < num_frames; ++t) {
+    const float* row = feats + static_cast<size_t>(t) * n_mels;
+    for (int j = 0; j < n_mels; ++j) {
+      const double x = row[j];
+      sum[j] += x;
+      sum_sq[j] += x * x;
+    }
+  }
+  frames += num_frames;
+}
+
+void CmvnStats::merge(const CmvnStats& other) {
+  if (other.sum.empty()) return;
+  if (sum.empty()) {
+    *this = other;
+    return;
+  }
+  MPIASR_CHECK(sum.size() == other.sum.size(), "cmvn: merging statistics of "
+                                                   << sum.size() << " and " << other.sum.size()
+                                                   << " bins");
+  for (size_t j = 0; j < sum.size(); ++j) {
+    sum[j] += other.sum[j];
+    sum_sq[j] += other.sum_sq[j];
+  }
+  frames += other.frames;
+}
+
+void CmvnStats::save(const std::string& path) const {
+  const nlohmann::json json = {
+      {"n_mels", sum.size()}, {"frames", frames}, {"sum", sum}, {"sum_sq", sum_sq}};
+  const std::string temporary = path + ".tmp";
+  {
+    std::ofstream file(temporary);
+    if (!file) MPIASR_FAIL(ExitCode::kFailure, "cmvn: cannot write " << temporary);
+    file << json.dump(1) << "\n";
+    file.close();
+    if (!file) MPIASR_FAIL(ExitCode::kFailure, "cmvn: error writing " << temporary);
+  }
+  if (std::rename(temporary.c_str(), path.c_str()) != 0)
+    MPIASR_FAIL(ExitCode::kFailure, "cmvn: cannot rename " << temporary << " to " << path);
+}
+
+CmvnStats CmvnStats::load(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) MPIASR_FAIL(ExitCode::kBadInput, "cmvn: cannot open " << path);
+  nlohmann::json json;
+  try {
+    json = nlohmann::json::parse(file);
+  } catch (const nlohmann::json::exception& e) {
+    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": " << e.what());
+  }
+  CmvnStats stats;
+  size_t n_mels = 0;
+  try {
+    n_mels = json.at("n_mels").get<size_t>();
+    stats.frames = json.at("frames").get<double>();
+    stats.sum = json.at("sum").get<std::vector<double>>();
+    stats.sum_sq = json.at("sum_sq").get<std::vector<double>>();
+  } catch (const nlohmann::json::exception& e) {
+    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": " << e.what());
+  }
+  if (stats.sum.size() != n_mels || stats.sum_sq.size() != n_mels)
+    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": n_mels " << n_mels << " but sum has "
+                                              << stats.sum.size() << " and sum_sq "
+                                              << stats.sum_sq.size() << " values");
+  if (!(stats.frames >= 0))
+    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": frames " << stats.frames);
+  for (size_t j = 0; j < n_mels; ++j)
+    if (!(stats.sum_sq[j] >= 0) || !std::isfinite(stats.sum[j]))
+      MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": bin " << j << " has sum "
+                                                << stats.sum[j] << ", sum_sq " << stats.sum_sq[j]);
+  return stats;
+}
+
+Cmvn Cmvn::from_stats(const CmvnStats& stats, float std_floor) {
+  MPIASR_CHECK(stats.frames > 0 && !stats.sum.empty(),
+               "cmvn: statistics of " << stats.frames << " frames");
+  Cmvn cmvn;
+  for (size_t j = 0; j < stats.sum.size(); ++j) {
+    const double mean = stats.sum[j] / stats.frames;
+    const double variance = std::max(0.0, stats.sum_sq[j] / stats.frames - mean * mean);
+    cmvn.mean.push_back(static_cast<float>(mean));
+    cmvn.inv_std.push_back(
+        static_cast<float>(1.0 / std::max(std::sqrt(variance), static_cast<double>(std_floor))));
+  }
+  return cmvn;
+}
+
+void Cmvn::apply(float* feats, int num_frames, int n_mels) const {
+  MPIASR_CHECK(static_cast<int>(mean.size()) == n_mels,
+               "cmvn: statistics have " << mean.size() << " bins, features " << n_mels);
+  for (int t = 0; t < num_frames; ++t) {
+    float* row = feats + static_cast<size_t>(t) * n_mels;
+    for (int j = 0; j < n_mels; ++j) row[j] = (row[j] - mean[j]) * inv_std[j];
+  }
+}
+
+void normalize_per_utterance(float* feats, int num_frames, int n_mels) {
+  if (num_frames == 0) return;
+  CmvnStats stats;
+  stats.accumulate(feats, num_frames, n_mels);
+  Cmvn::from_stats(stats, kPerUtteranceStdFloor).apply(feats, num_frames, n_mels);
+}
+
+}  // namespace mpiasr
