@@ -1,0 +1,157 @@
+// Conv2d 3x3 stride 2 (channels-last, PyTorch weight layout) against a naive
+// seven-loop convolution, and its backward against central differences; the
+// shapes cover odd and even sizes, one input channel, and images with several
+// chunks so both backward phases and the multi-thread paths run.
+#include "kernels/cpu/conv2d.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "src/error.h"
+#include "tests/kernels/gradient_check.h"
+
+namespace mpiasr {
+namespace {
+
+using testing::kGradTolerance;
+using testing::random_vector;
+using testing::relative_error;
+
+struct ConvCase {
+  int B, Cin, H, W, Cout;
+};
+
+std::vector<double> naive_conv2d(const std::vector<double>& inp, const std::vector<double>& w,
+                                 const std::vector<double>& bias, const ConvCase& c) {
+  const int Ho = (c.H - 3) / 2 + 1, Wo = (c.W - 3) / 2 + 1;
+  std::vector<double> out(size_t(c.B) * Ho * Wo * c.Cout);
+  for (int b = 0; b < c.B; ++b)
+    for (int i = 0; i < Ho; ++i)
+      for (int j = 0; j < Wo; ++j)
+        for (int co = 0; co < c.Cout; ++co) {
+          double sum = bias[co];
+          for (int ci = 0; ci < c.Cin; ++ci)
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw)
+                sum += w[((co * c.Cin + ci) * 3 + kh) * 3 + kw] *
+                       inp[((size_t(b) * c.H + 2 * i + kh) * c.W + 2 * j + kw) * c.Cin + ci];
+          out[((size_t(b) * Ho + i) * Wo + j) * c.Cout + co] = sum;
+        }
+  return out;
+}
+
+size_t out_size(const ConvCase& c) {
+  return size_t(c.B) * conv2d_out_size(c.H) * conv2d_out_size(c.W) * c.Cout;
+}
+
+class Conv2dForward : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dForward, MatchesNaiveConvolutionOnOneAndTwoThreads) {
+  const ConvCase c = GetParam();
+  std::mt19937_64 rng(21);
+  const auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  const auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  const auto bias = random_vector(c.Cout, rng);
+  const auto expected = naive_conv2d(inp, w, bias, c);
+  for (int threads : {1, 2}) {
+    CpuBackend<double> backend(threads);
+    std::vector<double> out(out_size(c), 99.0);
+    backend.conv2d_forward(out.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W,
+                           c.Cout);
+    EXPECT_LT(relative_error(out, expected), 1e-14) << threads << " threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward,
+                         ::testing::Values(ConvCase{2, 3, 9, 7, 4}, ConvCase{1, 1, 3, 3, 2},
+                                           ConvCase{3, 1, 40, 20, 8},    // one input channel
+                                           ConvCase{2, 16, 61, 24, 12},  // several chunks
+                                           ConvCase{1, 5, 10, 8, 3}));   // even sizes
+
+TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
+  const ConvCase c{2, 3, 9, 8, 4};
+  std::mt19937_64 rng(22);
+  auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  auto bias = random_vector(c.Cout, rng);
+  const auto g = random_vector(out_size(c), rng);
+  CpuBackend<double> backend(1);
+  auto loss = [&] {
+    std::vector<double> out(out_size(c));
+    backend.conv2d_forward(out.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W,
+                           c.Cout);
+    return testing::dot(g, out);
+  };
+  std::vector<double> dinp(inp.size(), 99.0);
+  const auto dw0 = random_vector(w.size(), rng), db0 = random_vector(bias.size(), rng);
+  auto dw = dw0, db = db0;
+  backend.conv2d_backward(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), c.B,
+                          c.Cin, c.H, c.W, c.Cout);
+  EXPECT_LT(relative_error(dinp, testing::numeric_gradient(inp, loss)), kGradTolerance);
+  EXPECT_LT(relative_error(testing::minus(dw, dw0), testing::numeric_gradient(w, loss)),
+            kGradTolerance);
+  EXPECT_LT(relative_error(testing::minus(db, db0), testing::numeric_gradient(bias, loss)),
+            kGradTolerance);
+}
+
+// The adjoint identity <dout, conv(x)> = <conv^T(dout), x> + <dout, bias> on a
+// shape with several chunks per image, on two threads, against the naive forward.
+TEST(Conv2d, BackwardIsTheAdjointOnLargeShapes) {
+  const ConvCase c{2, 16, 61, 24, 12};
+  std::mt19937_64 rng(23);
+  const auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  const auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  const std::vector<double> no_bias(c.Cout, 0.0);
+  const auto g = random_vector(out_size(c), rng);
+  CpuBackend<double> backend(2);
+  std::vector<double> dinp(inp.size()), dw(w.size(), 0.0), db(c.Cout, 0.0);
+  backend.conv2d_backward(dinp.data(), dw.data(), db.data(), g.data(), inp.data(), w.data(), c.B,
+                          c.Cin, c.H, c.W, c.Cout);
+  const double forward = testing::dot(g, naive_conv2d(inp, w, no_bias, c));
+  EXPECT_NEAR(testing::dot(dinp, inp), forward, 1e-10 * std::abs(forward));
+  EXPECT_NEAR(testing::dot(dw, w), forward, 1e-10 * std::abs(forward));
+  // Same input gradient on one thread, bit for bit (col2im order is fixed).
+  CpuBackend<double> one(1);
+  std::vector<double> dinp1(inp.size());
+  one.conv2d_backward(dinp1.data(), nullptr, nullptr, g.data(), inp.data(), w.data(), c.B, c.Cin,
+                      c.H, c.W, c.Cout);
+  EXPECT_EQ(dinp1, dinp);
+}
+
+TEST(Conv2d, FloatMatchesDouble) {
+  const ConvCase c{2, 32, 41, 21, 32};
+  std::mt19937_64 rng(24);
+  const auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  const auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  const auto bias = random_vector(c.Cout, rng);
+  const auto g = random_vector(out_size(c), rng);
+  CpuBackend<double> d(2);
+  CpuBackend<float> f(2);
+  std::vector<double> out_d(out_size(c)), dinp_d(inp.size()), dw_d(w.size(), 0.0);
+  std::vector<float> out_f(out_size(c)), dinp_f(inp.size()), dw_f(w.size(), 0.0f);
+  d.conv2d_forward(out_d.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W, c.Cout);
+  d.conv2d_backward(dinp_d.data(), dw_d.data(), nullptr, g.data(), inp.data(), w.data(), c.B, c.Cin,
+                    c.H, c.W, c.Cout);
+  const auto inp_f = testing::to_float(inp), w_f = testing::to_float(w),
+             bias_f = testing::to_float(bias), g_f = testing::to_float(g);
+  f.conv2d_forward(out_f.data(), inp_f.data(), w_f.data(), bias_f.data(), c.B, c.Cin, c.H, c.W,
+                   c.Cout);
+  f.conv2d_backward(dinp_f.data(), dw_f.data(), nullptr, g_f.data(), inp_f.data(), w_f.data(), c.B,
+                    c.Cin, c.H, c.W, c.Cout);
+  EXPECT_LT(relative_error(testing::to_double(out_f), out_d), testing::kFloatTolerance);
+  EXPECT_LT(relative_error(testing::to_double(dinp_f), dinp_d), testing::kFloatTolerance);
+  EXPECT_LT(relative_error(testing::to_double(dw_f), dw_d), testing::kFloatTolerance);
+}
+
+TEST(Conv2d, RejectsInputSmallerThanTheKernel) {
+  CpuBackend<double> backend(1);
+  std::vector<double> inp(2 * 5), w(9), out(4);
+  EXPECT_THROW(backend.conv2d_forward(out.data(), inp.data(), w.data(), nullptr, 1, 1, 2, 5, 1),
+               Error);
+}
+
+}  // namespace
+}  // namespace mpiasr

@@ -1,0 +1,99 @@
+// CpuBackend as the model sees it, through the Backend interface: memory
+// operations, thread count, and the loss and optimizer calls forwarded to
+// their kernels (checked against those kernels called directly).
+#include "kernels/cpu/cpu_backend.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cpu/adamw.h"
+#include "kernels/cpu/ctc_loss.h"
+#include "src/error.h"
+#include "tests/kernels/gradient_check.h"
+
+namespace mpiasr {
+namespace {
+
+TEST(CpuBackend, MemoryOperations) {
+  std::unique_ptr<Backend<float, float>> backend = std::make_unique<CpuBackend<float>>(1);
+  for (size_t bytes : {size_t(0), size_t(1), size_t(1000), size_t(1) << 20}) {
+    void* p = backend->alloc(bytes);
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 256, 0u) << bytes;
+    backend->release(p);
+  }
+  const std::vector<float> host = {1, 2, 3, 4};
+  float* a = static_cast<float*>(backend->alloc(sizeof(float) * 4));
+  float* b = static_cast<float*>(backend->alloc(sizeof(float) * 4));
+  backend->to_device(a, host.data(), sizeof(float) * 4);
+  backend->copy(b, a, sizeof(float) * 4);
+  backend->zero(a, sizeof(float) * 2);
+  backend->synchronize();
+  std::vector<float> back(4);
+  backend->to_host(back.data(), b, sizeof(float) * 4);
+  EXPECT_EQ(back, host);
+  backend->to_host(back.data(), a, sizeof(float) * 4);
+  EXPECT_EQ(back, (std::vector<float>{0, 0, 3, 4}));
+  backend->release(a);
+  backend->release(b);
+  backend->release(nullptr);
+}
+
+TEST(CpuBackend, ThreadCountAndName) {
+  EXPECT_EQ(CpuBackend<float>(0).num_threads(), omp_get_num_procs());
+  EXPECT_EQ(CpuBackend<float>(3).num_threads(), 3);
+  EXPECT_THROW(CpuBackend<float>(-1), Error);
+  const std::string name = CpuBackend<double>(2).name();
+  EXPECT_NE(name.find("cpu-fp64"), std::string::npos) << name;
+  EXPECT_NE(name.find("2 threads"), std::string::npos) << name;
+}
+
+TEST(CpuBackend, ForwardsLossAndOptimizerCalls) {
+  std::mt19937_64 rng(91);
+  CpuBackend<double> cpu(2);
+  Backend<double, double>& backend = cpu;
+  // CTC on a log-softmax of random logits.
+  const int B = 2, T = 6, V = 5;
+  const auto logits = testing::random_vector(size_t(B) * T * V, rng, -2.0, 2.0);
+  std::vector<double> lp(logits.size());
+  backend.log_softmax_forward(lp.data(), logits.data(), B * T, V);
+  const std::vector<int32_t> targets = {1, 2, 3, 4, 4}, target_lengths = {3, 2},
+                             input_lengths = {6, 4};
+  const std::vector<double> scale = {0.5, 0.25};
+  std::vector<double> losses(B), expected_losses(B), d(lp.size()), expected_d(lp.size());
+  backend.ctc_loss(losses.data(), d.data(), lp.data(), targets.data(), target_lengths.data(),
+                   input_lengths.data(), scale.data(), B, T, V);
+  cpu_ctc_loss<double>(expected_losses.data(), expected_d.data(), lp.data(), targets.data(),
+                       target_lengths.data(), input_lengths.data(), scale.data(), B, T, V);
+  EXPECT_EQ(losses, expected_losses);
+  EXPECT_EQ(d, expected_d);
+  // AdamW, sum of squares, non-finite check.
+  const size_t n = 100;
+  const auto g = testing::random_vector(n, rng);
+  auto w = testing::random_vector(n, rng), m = std::vector<double>(n, 0.0), v = m;
+  auto w2 = w, m2 = m, v2 = v;
+  std::vector<double> w_act(n);
+  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.98f,
+                     1e-9f, 1e-3f, 1, 0.5f);
+  cpu_adamw_step<double>(w2.data(), nullptr, g.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.98f,
+                         1e-9f, 1e-3f, 1, 0.5f);
+  EXPECT_EQ(w, w2);
+  EXPECT_EQ(w_act, w2);
+  EXPECT_EQ(m, m2);
+  EXPECT_EQ(v, v2);
+  EXPECT_DOUBLE_EQ(backend.sum_squares(g.data(), n), testing::dot(g, g));
+  EXPECT_FALSE(backend.has_nonfinite(g.data(), n));
+  auto bad = g;
+  bad[17] = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(backend.has_nonfinite(bad.data(), n));
+}
+
+}  // namespace
+}  // namespace mpiasr
