@@ -61,6 +61,19 @@ MPIASR_HD int ctc_min_frames(const int32_t* target, int L) {
   return frames;
 }
 
+// The states through which a complete path can pass at frame t of `frames`:
+// [ctc_window_begin, ctc_window_end). A path reaches at most state 2t+1 by
+// frame t, and from state s it must still reach S-2 or S-1 in the frames left,
+// two states per frame at most. Outside, alpha or beta is log zero.
+MPIASR_HD int ctc_window_begin(int S, int frames, int t) {
+  const int begin = S - 2 * (frames - t);
+  return begin > 0 ? begin : 0;
+}
+MPIASR_HD int ctc_window_end(int S, int t) {
+  const int end = 2 * t + 2;
+  return end < S ? end : S;
+}
+
 // alpha_t(s) from the previous frame's row alpha_prev [S]; lp = lp_t(l'_s).
 template <typename R>
 MPIASR_HD R ctc_alpha(const R* alpha_prev, const int32_t* target, int s, R lp) {
@@ -79,11 +92,12 @@ MPIASR_HD R ctc_beta(const R* beta_next, const int32_t* target, int s, int S, R 
   return sum + lp;
 }
 
-// d(-log p)/d logit for one (frame, token): scale * (softmax - occupancy), where
-// log_occupancy = log sum_{s : l'_s = k} exp(alpha_t(s) + beta_t(s) - lp_t(k)).
+// gamma_t(s): the probability that frame t is in state s given x and y. The
+// gradient of frame t is softmax_t(k) minus the sum of gamma_t(s) over the
+// states s with l'_s = k.
 template <typename R>
-MPIASR_HD R ctc_logit_grad(R lp, R log_occupancy, R log_likelihood, R scale) {
-  return scale * (std::exp(lp) - std::exp(log_occupancy - log_likelihood));
+MPIASR_HD R ctc_occupancy(R alpha, R beta, R lp, R log_likelihood) {
+  return std::exp(alpha + beta - lp - log_likelihood);
 }
 
 }  // namespace mpiasr

@@ -3,6 +3,7 @@
 #include "kernels/cpu/ctc_loss.h"
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "kernels/ctc_math.h"
@@ -52,7 +53,8 @@ double ctc_utterance(Real* grad, const Real* lp, const int32_t* y, int L, int fr
   for (int t = 1; t < frames; ++t) {
     const double* prev = &alpha[static_cast<size_t>(t - 1) * S];
     double* row = &alpha[static_cast<size_t>(t) * S];
-    for (int s = 0; s < S; ++s) row[s] = ctc_alpha(prev, y, s, lp_at(t, ctc_state_label(y, s)));
+    for (int s = ctc_window_begin(S, frames, t); s < ctc_window_end(S, t); ++s)
+      row[s] = ctc_alpha(prev, y, s, lp_at(t, ctc_state_label(y, s)));
   }
   const double* last = &alpha[static_cast<size_t>(frames - 1) * S];
   const double log_p = L > 0 ? log_add(last[S - 1], last[S - 2]) : last[S - 1];
@@ -66,21 +68,21 @@ double ctc_utterance(Real* grad, const Real* lp, const int32_t* y, int L, int fr
   for (int t = frames - 2; t >= 0; --t) {
     const double* next = &beta[static_cast<size_t>(t + 1) * S];
     double* row = &beta[static_cast<size_t>(t) * S];
-    for (int s = 0; s < S; ++s) row[s] = ctc_beta(next, y, s, S, lp_at(t, ctc_state_label(y, s)));
+    for (int s = ctc_window_begin(S, frames, t); s < ctc_window_end(S, t); ++s)
+      row[s] = ctc_beta(next, y, s, S, lp_at(t, ctc_state_label(y, s)));
   }
 
-  std::vector<double> log_occupancy(V);
+  std::vector<double> row(V);  // softmax - occupancy of one frame
   for (int t = 0; t < frames; ++t) {
-    std::fill(log_occupancy.begin(), log_occupancy.end(), log_zero<double>());
+    for (int k = 0; k < V; ++k) row[k] = std::exp(lp_at(t, k));
     const double* a = &alpha[static_cast<size_t>(t) * S];
     const double* b = &beta[static_cast<size_t>(t) * S];
-    for (int s = 0; s < S; ++s) {
-      int32_t k = ctc_state_label(y, s);
-      log_occupancy[k] = log_add(log_occupancy[k], a[s] + b[s] - lp_at(t, k));
+    for (int s = ctc_window_begin(S, frames, t); s < ctc_window_end(S, t); ++s) {
+      const int32_t k = ctc_state_label(y, s);
+      row[k] -= ctc_occupancy(a[s], b[s], lp_at(t, k), log_p);
     }
     Real* g = grad + static_cast<size_t>(t) * V;
-    for (int k = 0; k < V; ++k)
-      g[k] = static_cast<Real>(ctc_logit_grad(lp_at(t, k), log_occupancy[k], log_p, scale));
+    for (int k = 0; k < V; ++k) g[k] = static_cast<Real>(scale * row[k]);
   }
   return -log_p;
 }
