@@ -1,0 +1,97 @@
+// Audio decoding and resampling: any file libsndfile reads (WAV, FLAC,
+// OGG/Vorbis, ...) becomes mono float samples at the model's rate.
+//
+//   decode     libsndfile, samples normalized to [-1, 1) (PCM) or kept as stored (float files)
+//   downmix    mono[t] = (1/C) * sum_c frame[t][c]          (interleaved frames, C channels)
+//   segment    frames [round(offset * sr), round((offset + duration) * sr)) of the file
+//   resample   soxr, high quality (SOXR_HQ: 20-bit precision, linear phase), one thread;
+//              n input samples become about n * out_rate / in_rate output samples
+//
+// Every sample is checked to be finite. Errors are Error(kBadInput) naming the
+// file and what is wrong with it.
+#pragma once
+
+#include <sndfile.h>
+#include <soxr.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mpiasr {
+
+struct AudioInfo {
+  int sample_rate = 0;
+  int channels = 0;
+  int64_t frames = 0;
+  double duration = 0;  // frames / sample_rate, seconds
+  std::string format;   // container extension and encoding, e.g. "flac Signed 16 bit PCM"
+};
+
+// A segment (offset + duration) may end this far past the end of its file,
+// since manifests round durations; read_audio then stops at the end of the file.
+constexpr double kSegmentEndTolerance = 0.05;  // seconds
+
+// The header of an audio file. Throws Error(kBadInput) when the file is
+// missing, its format is unsupported or its header is corrupt.
+AudioInfo read_audio_info(const std::string& path);
+
+// Mono samples of [offset, offset + duration) seconds of the file (duration < 0:
+// to the end), resampled to sample_rate (sample_rate <= 0: keep the file's rate).
+std::vector<float> read_audio(const std::string& path, double offset = 0, double duration = -1,
+                              int sample_rate = 16000);
+
+// How write_audio stores samples: 16-bit integers or 32-bit floats (WAV only).
+// OGG files are always Vorbis.
+enum class SampleEncoding { kPcm16, kFloat32 };
+
+// Writes interleaved frames ([frames, channels]) to a file whose container is
+// chosen by the extension: .wav, .flac, .ogg. PCM samples are clipped to [-1, 1].
+void write_audio(const std::string& path, std::span<const float> interleaved, int channels,
+                 int sample_rate, SampleEncoding encoding = SampleEncoding::kPcm16);
+
+// An open libsndfile handle, closed on destruction.
+class SoundFile {
+ public:
+  // Opens for reading; throws Error(kBadInput) naming the file.
+  explicit SoundFile(const std::string& path);
+  // Opens for writing with the given SF_INFO (format, sample rate, channels).
+  SoundFile(const std::string& path, SF_INFO info);
+
+  const SF_INFO& info() const { return info_; }
+  const std::string& path() const { return path_; }
+  // Moves the read position to frame `frame`.
+  void seek(int64_t frame);
+  // Reads up to `frames` interleaved frames; returns how many were read.
+  int64_t read(float* interleaved, int64_t frames);
+  void write(const float* interleaved, int64_t frames);
+
+ private:
+  struct Closer {
+    void operator()(SNDFILE* file) const { sf_close(file); }
+  };
+  std::string path_;
+  SF_INFO info_{};
+  std::unique_ptr<SNDFILE, Closer> file_;
+};
+
+// A one-channel soxr resampler from in_rate to out_rate, deleted on destruction.
+class Resampler {
+ public:
+  Resampler(double in_rate, double out_rate);
+  // Resamples a whole signal (the filter is flushed at the end, so the tail is
+  // complete). The resampler is reset afterwards and may be used again.
+  std::vector<float> resample(std::span<const float> in);
+
+ private:
+  struct Deleter {
+    void operator()(soxr_t soxr) const { soxr_delete(soxr); }
+  };
+  double in_rate_;
+  double out_rate_;
+  std::unique_ptr<soxr, Deleter> soxr_;
+};
+
+}  // namespace mpiasr
