@@ -1,0 +1,168 @@
+// Bad-input validation of a manifest; see utterance_check.h for what is checked.
+// Utterances are checked in parallel: workers take the next index from an
+// atomic counter and write only their utterance's slot of `found`.
+#include "io/utterance_check.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <future>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "io/text_normalize.h"
+#include "src/error.h"
+
+namespace mpiasr {
+namespace {
+
+std::string code_point_name(char32_t c) {
+  char hex[16];
+  std::snprintf(hex, sizeof(hex), "U+%04X", static_cast<unsigned>(c));
+  std::string name = "'";
+  utf8_append(name, c);
+  return name + "' (" + hex + ")";
+}
+
+void check_transcript(const Utterance& u, const ValidationOptions& options,
+                      std::vector<std::string>& found) {
+  if (u.transcript.empty()) {
+    if (options.require_transcript) found.push_back("empty transcript");
+    return;
+  }
+  std::u32string code_points;
+  try {
+    code_points = utf8_decode(u.transcript);
+  } catch (const Error& e) {
+    found.push_back(std::string("transcript is not UTF-8: ") + e.what());
+    return;
+  }
+  if (!options.allowed_char) return;
+  std::set<char32_t> rejected;
+  for (char32_t c : code_points) {
+    if (!options.allowed_char(c)) rejected.insert(c);
+  }
+  if (rejected.empty()) return;
+  std::string list;
+  for (char32_t c : rejected) list += (list.empty() ? "" : ", ") + code_point_name(c);
+  found.push_back("characters not in the vocabulary: " + list + " in \"" + u.transcript + "\"");
+}
+
+void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& options,
+                 std::vector<std::string>& found) {
+  AudioInfo info;
+  try {
+    info = cache.lookup(u.audio_path);
+  } catch (const Error& e) {
+    found.push_back(e.what());
+    return;
+  }
+  std::ostringstream what;
+  what << "audio file '" << u.audio_path << "': ";
+  if (info.frames <= 0) {
+    found.push_back(what.str() + "has no samples");
+    return;
+  }
+  if (u.offset >= info.duration) {
+    what << "offset " << u.offset << " s is past the end of the file (" << info.duration << " s)";
+    found.push_back(what.str());
+    return;
+  }
+  if (u.duration < 0) u.duration = info.duration - u.offset;
+  if (u.offset + u.duration > info.duration + kSegmentEndTolerance) {
+    what << "segment " << u.offset << " s + " << u.duration << " s ends past the end of the file ("
+         << info.duration << " s)";
+    found.push_back(what.str());
+    return;
+  }
+  if (u.duration * info.sample_rate < 1) {
+    what << "zero-length segment (duration " << u.duration << " s)";
+    found.push_back(what.str());
+    return;
+  }
+  if (options.max_seconds > 0 && u.duration > options.max_seconds) {
+    std::ostringstream longer;
+    longer << "utterance is " << u.duration << " s long, more than the batch budget of "
+           << options.max_seconds << " s (audio file '" << u.audio_path << "')";
+    found.push_back(longer.str());
+  }
+  if (options.check_samples) {
+    try {
+      read_audio(u.audio_path, u.offset, u.duration, /*sample_rate=*/0);
+    } catch (const Error& e) {
+      found.push_back(e.what());
+    }
+  }
+}
+
+}  // namespace
+
+std::string ValidationReport::summary() const {
+  std::ostringstream out;
+  out << "kept " << kept << " of " << kept + dropped << " utterances, dropped " << dropped;
+  if (!problems.empty()) out << ":";
+  for (const InputProblem& problem : problems) out << "\n  " << to_string(problem);
+  return out.str();
+}
+
+ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& options) {
+  std::vector<Utterance>& utterances = manifest.utterances;
+  std::vector<std::vector<std::string>> found(utterances.size());
+  AudioInfoCache cache(manifest.path, manifest.use_duration_cache);
+
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i = next++; i < utterances.size(); i = next++) {
+      check_transcript(utterances[i], options, found[i]);
+      check_audio(utterances[i], cache, options, found[i]);
+    }
+  };
+  size_t threads =
+      options.threads > 0 ? options.threads : std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, std::max<size_t>(1, utterances.size()));
+  std::vector<std::future<void>> running;
+  for (size_t t = 1; t < threads; ++t) running.push_back(std::async(std::launch::async, worker));
+  worker();
+  for (auto& done : running) done.get();
+  cache.save();
+
+  // Problems in manifest order: unparsable lines and utterance problems, by line.
+  ValidationReport report;
+  report.problems = manifest.problems;
+  std::vector<Utterance> kept;
+  for (size_t i = 0; i < utterances.size(); ++i) {
+    for (std::string& what : found[i])
+      report.problems.push_back({manifest.path, utterances[i].line, what});
+    if (found[i].empty()) kept.push_back(std::move(utterances[i]));
+  }
+  std::stable_sort(report.problems.begin(), report.problems.end(),
+                   [](const InputProblem& a, const InputProblem& b) { return a.line < b.line; });
+  report.kept = kept.size();
+  report.dropped = manifest.problems.size() + utterances.size() - kept.size();
+
+  if (!report.problems.empty() && !options.skip_bad) {
+    std::ostringstream list;
+    for (const InputProblem& problem : report.problems) list << "\n  " << to_string(problem);
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "manifest '" << manifest.path << "': " << report.problems.size()
+                             << " problem(s) in " << report.dropped << " of "
+                             << report.kept + report.dropped
+                             << " entries; fix them or skip bad utterances:" << list.str());
+  }
+  if (report.kept == 0) {
+    MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << manifest.path << "': no usable utterance\n"
+                                                  << report.summary());
+  }
+  utterances = std::move(kept);
+  manifest.problems.clear();
+  return report;
+}
+
+std::function<bool(char32_t)> allowed_characters(const std::string& utf8_characters) {
+  std::u32string decoded = utf8_decode(utf8_characters);
+  std::set<char32_t> allowed(decoded.begin(), decoded.end());
+  return [allowed = std::move(allowed)](char32_t c) { return allowed.count(c) > 0; };
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,55 @@
+// Bad-input validation of a manifest before training starts: every problem
+// with every utterance is found in one pass, so a user fixes them all at once.
+//
+// Checked for each utterance (each failure is one InputProblem at the
+// utterance's manifest line):
+//   manifest line   could not be parsed (Manifest::problems)
+//   transcript      empty; not valid UTF-8; characters the allowed_char predicate rejects
+//   audio header    file missing; unsupported format; corrupt header; no samples
+//   segment         offset past the end of the file; segment ends past the end
+//                   (more than kSegmentEndTolerance); zero length
+//   length          longer than max_seconds (the batch budget), when max_seconds > 0
+//   samples         NaN or infinite samples, truncated data (check_samples: every sample
+//                   of the segment is decoded, on `threads` threads)
+//
+// Durations still unknown (< 0) are filled from the audio headers, through the
+// manifest's sidecar cache (AudioInfoCache).
+//
+// Policy: by default any problem throws Error(kBadInput) whose message lists
+// every problem as "file:line: what". With skip_bad, the bad utterances are
+// removed from the manifest and the report says how many and which; a manifest
+// left with no utterance still throws.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/manifest.h"
+
+namespace mpiasr {
+
+struct ValidationOptions {
+  bool skip_bad = false;
+  bool check_samples = true;
+  double max_seconds = 0;                      // 0 = no limit
+  std::function<bool(char32_t)> allowed_char;  // empty = every character is allowed
+  bool require_transcript = true;              // false: empty transcripts are fine (transcribe)
+  int threads = 0;                             // 0 = one per hardware thread
+};
+
+struct ValidationReport {
+  std::vector<InputProblem> problems;
+  size_t kept = 0, dropped = 0;
+  // "kept K of N utterances, dropped D:" and one "file:line: what" line per problem.
+  std::string summary() const;
+};
+
+ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& options);
+
+// A predicate for ValidationOptions::allowed_char accepting exactly the code
+// points of `utf8_characters` (e.g. "abcdefghijklmnopqrstuvwxyz' ").
+std::function<bool(char32_t)> allowed_characters(const std::string& utf8_characters);
+
+}  // namespace mpiasr

@@ -1,0 +1,294 @@
+// Bad input: every kind of broken manifest line, transcript and audio file is
+// reported as "manifest:line: what", all at once, naming the audio file; with
+// skip_bad exactly the bad entries are dropped.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "io/audio.h"
+#include "io/manifest.h"
+#include "io/utterance_check.h"
+#include "src/error.h"
+
+namespace mpiasr {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    static int count = 0;
+    path_ = fs::temp_directory_path() /
+            ("mpiasr_bad_input_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
+    fs::create_directories(path_);
+  }
+  ~TempDir() { fs::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+// Overwrites bytes of a file at `offset`.
+void patch(const std::string& path, long offset, const std::string& bytes) {
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  file.seekp(offset);
+  file.write(bytes.data(), bytes.size());
+}
+
+std::vector<float> tone(double seconds, int rate = 16000) {
+  std::vector<float> x(std::llround(seconds * rate));
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.3f * std::sin(0.05f * i);
+  return x;
+}
+
+// One good file and one broken file of every kind, in `dir`.
+struct Corpus {
+  explicit Corpus(const TempDir& dir) {
+    write_audio(dir.file("good.wav"), tone(0.5), 1, 16000);
+    write_audio(dir.file("good.flac"), tone(0.5, 44100), 1, 44100);
+    write_audio(dir.file("long.wav"), tone(3.0), 1, 16000);
+    write_audio(dir.file("empty.wav"), {}, 1, 16000);
+    // A RIFF/WAVE file whose 'fmt ' chunk is garbage.
+    write_audio(dir.file("corrupt.wav"), tone(0.5), 1, 16000);
+    patch(dir.file("corrupt.wav"), 20, std::string(16, '\xff'));
+    // Float samples with a NaN at frame 100 and an infinity at frame 200 (0.0125 s).
+    std::vector<float> nan_samples = tone(0.5), inf_samples = tone(0.5);
+    nan_samples[100] = std::numeric_limits<float>::quiet_NaN();
+    inf_samples[200] = std::numeric_limits<float>::infinity();
+    write_audio(dir.file("nan.wav"), nan_samples, 1, 16000, SampleEncoding::kFloat32);
+    write_audio(dir.file("inf.wav"), inf_samples, 1, 16000, SampleEncoding::kFloat32);
+    write_text(dir.file("song.m4a"), "....ftypM4A not something libsndfile reads");
+  }
+};
+
+// The manifest: good lines (1, 4, 12) and one bad entry per kind.
+const char* kManifest =
+    "good.wav\thello world\n"            // 1
+    "missing.wav\tnot there\n"           // 2
+    "empty.wav\tno samples\n"            // 3
+    "good.flac\tresampled is fine\n"     // 4
+    "corrupt.wav\tbroken header\n"       // 5
+    "nan.wav\tnot a number\n"            // 6
+    "inf.wav\tinfinite\n"                // 7
+    "song.m4a\tunsupported\n"            // 8
+    "this line has no tab\n"             // 9
+    "good.wav\t\n"                       // 10
+    "good.wav\thello WORLD!\n"           // 11
+    "good.wav\thello again\n"            // 12
+    "long.wav\ttoo long for a batch\n";  // 13
+
+ValidationOptions strict_options() {
+  ValidationOptions options;
+  options.allowed_char = allowed_characters("abcdefghijklmnopqrstuvwxyz' ");
+  options.max_seconds = 2.0;
+  return options;
+}
+
+TEST(ValidateManifest, ReportsEveryProblemAtOnce) {
+  TempDir dir;
+  Corpus corpus(dir);
+  const std::string manifest = dir.file("train.tsv");
+  write_text(manifest, kManifest);
+  Manifest m = read_manifest(manifest);
+  try {
+    validate_manifest(m, strict_options());
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    const std::string what = e.what();
+    auto expect = [&](int line, const std::string& text) {
+      EXPECT_NE(what.find(manifest + ":" + std::to_string(line) + ": " + text), std::string::npos)
+          << "line " << line << " should say: " << text << "\nmessage:\n"
+          << what;
+    };
+    EXPECT_NE(what.find("10 problem(s) in 10 of 13 entries"), std::string::npos) << what;
+    expect(2, "audio file '" + dir.file("missing.wav") + "': file not found");
+    expect(3, "audio file '" + dir.file("empty.wav") + "': has no samples");
+    expect(5, "audio file '" + dir.file("corrupt.wav") + "': corrupt header (libsndfile: ");
+    expect(6, "audio file '" + dir.file("nan.wav") +
+                  "': non-finite sample (nan) at frame 100 (0.00625 s)");
+    expect(7, "audio file '" + dir.file("inf.wav") +
+                  "': non-finite sample (inf) at frame 200 (0.0125 s)");
+    expect(8, "audio file '" + dir.file("song.m4a") + "': unsupported audio format");
+    expect(9, "expected 'path<TAB>transcript', found no tab: this line has no tab");
+    expect(10, "empty transcript");
+    expect(11,
+           "characters not in the vocabulary: '!' (U+0021), 'D' (U+0044), 'L' (U+004C), "
+           "'O' (U+004F), 'R' (U+0052), 'W' (U+0057) in \"hello WORLD!\"");
+    expect(13, "utterance is 3 s long, more than the batch budget of 2 s (audio file '" +
+                   dir.file("long.wav") + "')");
+    for (int good : {1, 4, 12}) {
+      EXPECT_EQ(what.find(manifest + ":" + std::to_string(good) + ":"), std::string::npos) << good;
+    }
+  }
+}
+
+TEST(ValidateManifest, SkipBadDropsExactlyTheBadEntries) {
+  TempDir dir;
+  Corpus corpus(dir);
+  const std::string manifest = dir.file("train.tsv");
+  write_text(manifest, kManifest);
+  Manifest m = read_manifest(manifest);
+  ValidationOptions options = strict_options();
+  options.skip_bad = true;
+  ValidationReport report = validate_manifest(m, options);
+  ASSERT_EQ(m.utterances.size(), 3u);
+  EXPECT_EQ(m.utterances[0].line, 1);
+  EXPECT_EQ(m.utterances[1].line, 4);
+  EXPECT_EQ(m.utterances[2].line, 12);
+  EXPECT_TRUE(m.problems.empty());
+  // Durations were filled from the headers.
+  EXPECT_DOUBLE_EQ(m.utterances[0].duration, 0.5);
+  EXPECT_DOUBLE_EQ(m.utterances[1].duration, 0.5);
+  EXPECT_EQ(report.kept, 3u);
+  EXPECT_EQ(report.dropped, 10u);
+  std::vector<int> lines;
+  for (const InputProblem& problem : report.problems) lines.push_back(problem.line);
+  EXPECT_EQ(lines, (std::vector<int>{2, 3, 5, 6, 7, 8, 9, 10, 11, 13}));
+  const std::string summary = report.summary();
+  EXPECT_NE(summary.find("kept 3 of 13 utterances, dropped 10:"), std::string::npos) << summary;
+  EXPECT_NE(summary.find(manifest + ":9: expected 'path<TAB>transcript'"), std::string::npos)
+      << summary;
+}
+
+TEST(ValidateManifest, WithoutSampleCheckNonFiniteSamplesPass) {
+  TempDir dir;
+  Corpus corpus(dir);
+  const std::string manifest = dir.file("m.tsv");
+  write_text(manifest, "nan.wav\tx\ninf.wav\ty\ngood.wav\tz\n");
+  Manifest m = read_manifest(manifest);
+  ValidationOptions options;
+  options.check_samples = false;
+  ValidationReport report = validate_manifest(m, options);
+  EXPECT_EQ(report.kept, 3u);
+  EXPECT_TRUE(report.problems.empty());
+}
+
+TEST(ValidateManifest, SameReportOnOneThreadAndMany) {
+  TempDir dir;
+  Corpus corpus(dir);
+  const std::string manifest = dir.file("train.tsv");
+  write_text(manifest, kManifest);
+  std::vector<std::string> summaries;
+  for (int threads : {1, 4}) {
+    Manifest m = read_manifest(manifest);
+    ValidationOptions options = strict_options();
+    options.skip_bad = true;
+    options.threads = threads;
+    summaries.push_back(validate_manifest(m, options).summary());
+  }
+  EXPECT_EQ(summaries[0], summaries[1]);
+}
+
+TEST(ValidateManifest, SegmentsOutsideTheFile) {
+  TempDir dir;
+  write_audio(dir.file("a.wav"), tone(1.0), 1, 16000);
+  const std::string manifest = dir.file("m.json");
+  write_text(
+      manifest,
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"ok\", \"offset\": 0.5}\n"
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"late\", \"offset\": 1.5}\n"
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"over\", \"offset\": 0.5, \"duration\": 0.7}\n"
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"none\", \"offset\": 0.5, \"duration\": 0}\n");
+  Manifest m = read_manifest(manifest);
+  ValidationOptions options;
+  options.skip_bad = true;
+  ValidationReport report = validate_manifest(m, options);
+  ASSERT_EQ(m.utterances.size(), 1u);
+  EXPECT_DOUBLE_EQ(m.utterances[0].duration, 0.5);
+  ASSERT_EQ(report.problems.size(), 3u);
+  EXPECT_EQ(to_string(report.problems[0]).substr(0, manifest.size() + 3), manifest + ":2:");
+  EXPECT_NE(report.problems[0].what.find("offset 1.5 s is past the end of the file (1 s)"),
+            std::string::npos);
+  EXPECT_NE(
+      report.problems[1].what.find("segment 0.5 s + 0.7 s ends past the end of the file (1 s)"),
+      std::string::npos);
+  EXPECT_NE(report.problems[2].what.find("zero-length segment"), std::string::npos);
+}
+
+TEST(ValidateManifest, TranscriptsThatAreNotUtf8) {
+  TempDir dir;
+  write_audio(dir.file("a.wav"), tone(0.2), 1, 16000);
+  write_text(dir.file("m.tsv"), "a.wav\tfine\na.wav\tbad \xff byte\n");
+  Manifest m = read_manifest(dir.file("m.tsv"));
+  ValidationOptions options;
+  options.skip_bad = true;
+  ValidationReport report = validate_manifest(m, options);
+  ASSERT_EQ(report.problems.size(), 1u);
+  EXPECT_EQ(report.problems[0].line, 2);
+  EXPECT_NE(report.problems[0].what.find("transcript is not UTF-8"), std::string::npos);
+}
+
+TEST(ValidateManifest, EmptyTranscriptsAllowedWhenNotRequired) {
+  TempDir dir;
+  write_audio(dir.file("a.wav"), tone(0.2), 1, 16000);
+  write_text(dir.file("m.tsv"), "a.wav\t\n");
+  Manifest m = read_manifest(dir.file("m.tsv"));
+  ValidationOptions options;
+  options.require_transcript = false;
+  EXPECT_EQ(validate_manifest(m, options).kept, 1u);
+}
+
+TEST(ValidateManifest, NothingLeftIsAnErrorEvenWhenSkipping) {
+  TempDir dir;
+  write_text(dir.file("m.tsv"), "missing.wav\tx\n");
+  Manifest m = read_manifest(dir.file("m.tsv"));
+  ValidationOptions options;
+  options.skip_bad = true;
+  try {
+    validate_manifest(m, options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no usable utterance"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir.file("m.tsv") + ":1: audio file"), std::string::npos);
+  }
+  write_text(dir.file("empty.tsv"), "# only a comment\n");
+  Manifest empty = read_manifest(dir.file("empty.tsv"));
+  EXPECT_THROW(validate_manifest(empty, {}), Error);
+}
+
+// read_audio on its own names the file and the problem.
+TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
+  TempDir dir;
+  Corpus corpus(dir);
+  auto message = [](const std::string& path) -> std::string {
+    try {
+      read_audio(path);
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kBadInput);
+      return e.what();
+    }
+    return "no error";
+  };
+  auto expect = [&](const std::string& name, const std::string& text) {
+    std::string what = message(dir.file(name));
+    EXPECT_NE(what.find("audio file '" + dir.file(name) + "': " + text), std::string::npos) << what;
+  };
+  expect("missing.wav", "file not found");
+  expect("empty.wav", "has no samples");
+  expect("corrupt.wav", "corrupt header (libsndfile: Error in WAV");
+  expect("song.m4a", "unsupported audio format (libsndfile: Format not recognised");
+  expect("nan.wav", "non-finite sample (nan) at frame 100");
+  expect("inf.wav", "non-finite sample (inf) at frame 200");
+  // A FLAC file cut short: the header promises more frames than the data holds.
+  std::vector<float> noise(16000);
+  for (size_t i = 0; i < noise.size(); ++i) noise[i] = 0.2f * std::sin(i * i * 0.001f);
+  write_audio(dir.file("cut.flac"), noise, 1, 16000);
+  fs::resize_file(dir.file("cut.flac"), fs::file_size(dir.file("cut.flac")) / 2);
+  expect("cut.flac", "truncated, read");
+}
+
+}  // namespace
+}  // namespace mpiasr
