@@ -1,0 +1,95 @@
+// The Conformer-CTC model: subsampling, N Conformer blocks, the CTC head.
+//
+//   features [B, T, n_mels] -> ConvSubsampling -> x [B, T2, d]
+//   x -> block_0 -> ... -> block_{N-1} -> Linear d -> V -> log-softmax -> CTC loss
+//
+// Output lengths L2 = subsampled_frames(L); frames t >= L2 are padding and
+// never influence valid frames, losses or gradients. The loss of utterance b
+// is its CTC negative log-likelihood; the gradient written is
+//   grad += loss_scale / loss_divisor * d (sum_b loss_b) / d theta
+// so summing over ranks and micro-batches and dividing by the global token
+// count (loss_divisor) gives the gradient of the token-averaged loss.
+//
+// Parameters are registered in forward order (subsampling, blocks, head), so
+// backward finishes them from the end of the flat buffer to its start: the
+// head first, then block N-1 .. 0, then the subsampling. Every buffer is
+// planned at construction for (max_batch, max_frames); a step never allocates
+// on the backend.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "io/batch.h"
+#include "model/activation_arena.h"
+#include "model/conformer_block.h"
+#include "model/layer_context.h"
+#include "model/linear.h"
+#include "model/parameters.h"
+#include "model/presets.h"
+#include "model/subsampling.h"
+
+namespace mpiasr {
+
+template <typename Act, typename Acc>
+class Conformer {
+ public:
+  Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config, int max_batch,
+            int max_frames, uint64_t init_seed);
+
+  ParameterStore<Act, Acc>& params() { return params_; }
+  const ConformerConfig& config() const { return config_; }
+  int max_batch() const { return max_batch_; }
+  int max_frames() const { return max_frames_; }
+  size_t arena_bytes() const { return arena_.bytes(); }
+
+  // Forward + backward on one batch; weight gradients ACCUMULATE into
+  // params().grad. Each utterance's gradient is scaled by
+  // loss_scale / loss_divisor (loss_divisor = global target-token count).
+  // Infeasible utterances (fewer output frames than the CTC alignment needs)
+  // get loss 0 and zero gradient if zero_infinity, else the step throws an
+  // Error naming them. Returns the per-utterance losses (unscaled NLL).
+  // dropout_seed must differ between steps (and ranks): dropout sites take
+  // distinct counter ranges within a step. on_grads_ready(offset, count), if
+  // set, is called once per layer in reverse layer order, as soon as the grad
+  // elements [offset, offset + count) of the flat buffer are final.
+  std::vector<double> forward_backward(
+      const Batch& batch, double loss_divisor, float loss_scale, bool zero_infinity,
+      uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready = {});
+
+  // Inference (no dropout): log-probs [B, T2, V] as host floats and the
+  // output lengths L2 [B].
+  void infer(const Batch& batch, std::vector<float>& logprobs, std::vector<int32_t>& out_lengths);
+
+  int output_frames(int input_frames) const { return subsampled_frames(input_frames); }
+
+ private:
+  // Checks the batch against the model and fills the host length arrays;
+  // returns T2.
+  int prepare(const Batch& batch);
+  LayerContext<Act, Acc> context(int batch_size, int frames, float dropout, uint64_t seed);
+  // Runs subsampling, blocks and head; leaves the logits in the arena and
+  // returns the encoder output (the head's input).
+  const Act* forward(LayerContext<Act, Acc>& ctx, const Batch& batch);
+
+  Backend<Act, Acc>& backend_;
+  ConformerConfig config_;
+  int max_batch_, max_frames_, max_out_frames_;
+  ParameterStore<Act, Acc> params_;
+  ActivationArena<Act, Acc> arena_;
+  Workspace<Act> workspace_;
+  ConvSubsampling<Act, Acc> subsampling_;
+  std::vector<ConformerBlock<Act, Acc>> blocks_;
+  Linear<Act, Acc> head_;
+  ArenaSlot<Act> logits_, dlogits_, grad_a_, grad_b_;
+  ArenaSlot<Acc> logprobs_;
+  std::vector<int32_t> out_lengths_;
+  std::vector<double> grad_scale_;
+  std::vector<const Act*> block_inputs_;  // x0 of each block in the last forward
+};
+
+extern template class Conformer<float, float>;
+extern template class Conformer<double, double>;
+
+}  // namespace mpiasr

@@ -1,0 +1,8 @@
+#include "model/conformer_block_impl.h"
+
+namespace mpiasr {
+
+template class ConformerBlock<float, float>;
+template class ConformerBlock<double, double>;
+
+}  // namespace mpiasr

@@ -1,0 +1,235 @@
+// Definitions of Conformer (model/conformer.h), included by the translation
+// units that instantiate it for their <Act, Acc> (model/conformer.cpp for the
+// CPU types; the CUDA library for <__half, float>).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "model/conformer.h"
+#include "model/conformer_block_impl.h"
+#include "model/subsampling_impl.h"
+
+namespace mpiasr {
+
+namespace detail {
+inline const ConformerConfig& validated(const ConformerConfig& config) {
+  validate_config(config);
+  return config;
+}
+// How the batch names utterance b in messages: its manifest index if known.
+inline std::string utterance_name(const Batch& batch, int b) {
+  std::ostringstream out;
+  out << "utterance " << b << " of the batch";
+  if (size_t(b) < batch.utterance_indices.size()) {
+    out << " (manifest entry " << batch.utterance_indices[size_t(b)] << ")";
+  }
+  return out.str();
+}
+}  // namespace detail
+
+template <typename Act, typename Acc>
+Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config,
+                               int max_batch, int max_frames, uint64_t init_seed)
+    : backend_(backend),
+      config_(detail::validated(config)),
+      max_batch_(max_batch),
+      max_frames_(max_frames),
+      max_out_frames_(subsampled_frames(max_frames)),
+      params_(backend),
+      arena_(backend),
+      subsampling_(params_, arena_, "encoder.subsampling", config.n_mels,
+                   config.subsampling_channels, config.d_model, max_batch, max_frames) {
+  if (max_batch < 1 || max_out_frames_ < 1) {
+    MPIASR_FAIL(ExitCode::kUsage, "model: max_batch = " << max_batch
+                                                        << " and max_frames = " << max_frames
+                                                        << " leave no output frame (need >= 1 "
+                                                           "utterance of >= 7 frames)");
+  }
+  const int d = config.d_model, T2 = max_out_frames_;
+  const size_t max_rows = size_t(max_batch) * T2;
+  blocks_.reserve(size_t(config.n_layers));
+  for (int i = 0; i < config.n_layers; ++i) {
+    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_batch,
+                         T2);
+  }
+  head_ = Linear<Act, Acc>(params_, "ctc_head", d, config.vocab_size);
+  MPIASR_CHECK(params_.num_parameters() == count_parameters(config),
+               "registered " << params_.num_parameters() << " parameters, count_parameters says "
+                             << count_parameters(config));
+
+  const int wide_cols = std::max({config.ff_mult * d, 3 * d, 2 * d});
+  workspace_.reserve(arena_, max_rows, d, wide_cols,
+                     SelfAttention<Act, Acc>::score_elements(max_batch, config.n_heads, T2));
+  logits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
+  dlogits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
+  logprobs_ = arena_.template reserve<Acc>(max_rows * config.vocab_size);
+  grad_a_ = arena_.template reserve<Act>(max_rows * d);
+  grad_b_ = arena_.template reserve<Act>(max_rows * d);
+  params_.allocate(init_seed);
+  arena_.allocate();
+  out_lengths_.resize(size_t(max_batch));
+  grad_scale_.resize(size_t(max_batch));
+  block_inputs_.resize(blocks_.size());
+}
+
+template <typename Act, typename Acc>
+int Conformer<Act, Acc>::prepare(const Batch& batch) {
+  const int B = batch.batch_size, T = batch.max_frames;
+  if (B < 1 || B > max_batch_) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "batch of " << B << " utterances; the model was planned for 1.." << max_batch_);
+  }
+  if (T > max_frames_) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "batch of " << T << " frames; the model was planned for at most " << max_frames_);
+  }
+  if (batch.n_mels != config_.n_mels) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "batch has " << batch.n_mels << " mel bins, the model " << config_.n_mels);
+  }
+  const int T2 = subsampled_frames(T);
+  if (T2 < 1) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "batch of " << T << " frames leaves no frame after subsampling (need >= 7)");
+  }
+  MPIASR_CHECK(batch.features.size() >= size_t(B) * T * batch.n_mels &&
+                   batch.frame_lengths.size() >= size_t(B) &&
+                   batch.target_lengths.size() >= size_t(B),
+               "batch buffers smaller than its shape");
+  for (int b = 0; b < B; ++b) {
+    const int L = batch.frame_lengths[size_t(b)];
+    if (L < 0 || L > T) {
+      MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, b)
+                                           << " has frame length " << L << " outside [0, " << T
+                                           << "]");
+    }
+    out_lengths_[size_t(b)] = subsampled_frames(L);
+  }
+  return T2;
+}
+
+template <typename Act, typename Acc>
+LayerContext<Act, Acc> Conformer<Act, Acc>::context(int batch_size, int frames, float dropout,
+                                                    uint64_t seed) {
+  LayerContext<Act, Acc> ctx{backend_, params_, arena_, workspace_};
+  ctx.batch = batch_size;
+  ctx.frames = frames;
+  ctx.lengths = out_lengths_.data();
+  ctx.dropout = dropout;
+  ctx.dropout_seed = seed;
+  return ctx;
+}
+
+template <typename Act, typename Acc>
+const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const Batch& batch) {
+  const Act* x = subsampling_.forward(ctx, batch.features.data(), batch.max_frames);
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    block_inputs_[i] = x;
+    x = blocks_[i].forward(ctx, x);
+  }
+  head_.forward(ctx, arena_.get(logits_), x, ctx.rows());
+  backend_.log_softmax_forward(arena_.get(logprobs_), arena_.get(logits_), ctx.rows(),
+                               config_.vocab_size);
+  return x;
+}
+
+template <typename Act, typename Acc>
+std::vector<double> Conformer<Act, Acc>::forward_backward(
+    const Batch& batch, double loss_divisor, float loss_scale, bool zero_infinity,
+    uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready) {
+  const int B = batch.batch_size, V = config_.vocab_size;
+  const int T2 = prepare(batch);
+  MPIASR_CHECK(loss_divisor > 0.0, "loss_divisor = " << loss_divisor);
+
+  // Targets: tokens in [1, V); an utterance is infeasible when its output
+  // frames cannot hold the tokens plus one blank between repeated tokens.
+  size_t total_tokens = 0;
+  for (int b = 0; b < B; ++b) total_tokens += size_t(std::max(batch.target_lengths[size_t(b)], 0));
+  MPIASR_CHECK(batch.targets.size() >= total_tokens, "batch targets smaller than target_lengths");
+  std::vector<int> infeasible;
+  const double scale = double(loss_scale) / loss_divisor;
+  size_t start = 0;
+  for (int b = 0; b < B; ++b) {
+    const int U = batch.target_lengths[size_t(b)];
+    if (U < 0) {
+      MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, b)
+                                           << " has target length " << U);
+    }
+    int needed = U;
+    for (int u = 0; u < U; ++u) {
+      const int32_t token = batch.targets[start + size_t(u)];
+      if (token < 1 || token >= V) {
+        MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, b)
+                                             << " has target token " << token << " at position "
+                                             << u << ", outside [1, " << V << ")");
+      }
+      if (u > 0 && token == batch.targets[start + size_t(u) - 1]) ++needed;
+    }
+    start += size_t(U);
+    const bool feasible = out_lengths_[size_t(b)] >= needed;
+    if (!feasible) infeasible.push_back(b);
+    grad_scale_[size_t(b)] = feasible ? scale : 0.0;
+  }
+  if (!infeasible.empty() && !zero_infinity) {
+    std::ostringstream names;
+    for (int b : infeasible) {
+      names << "\n  " << detail::utterance_name(batch, b) << ": " << batch.frame_lengths[size_t(b)]
+            << " frames -> " << out_lengths_[size_t(b)] << " after subsampling, "
+            << batch.target_lengths[size_t(b)] << " target tokens";
+    }
+    MPIASR_FAIL(ExitCode::kBadInput,
+                "CTC loss is infinite (too few frames for the targets; "
+                "enable zero_infinity to skip them):"
+                    << names.str());
+  }
+
+  LayerContext<Act, Acc> ctx = context(B, T2, config_.dropout, dropout_seed);
+  const Act* encoded = forward(ctx, batch);
+  std::vector<double> losses(static_cast<size_t>(B));
+  Act* dlogits = arena_.get(dlogits_);
+  backend_.ctc_loss(losses.data(), dlogits, arena_.get(logprobs_), batch.targets.data(),
+                    batch.target_lengths.data(), out_lengths_.data(), grad_scale_.data(), B, T2, V);
+  for (int b : infeasible) losses[size_t(b)] = 0.0;
+
+  auto ready = [&](int first, int last) {
+    if (!on_grads_ready || first == last) return;
+    auto [offset, count] = params_.range(first, last);
+    on_grads_ready(offset, count);
+  };
+  Act* d_out = arena_.get(grad_a_);
+  Act* d_in = arena_.get(grad_b_);
+  head_.backward(ctx, d_out, dlogits, encoded, ctx.rows());
+  ready(head_.weight_index(), head_.bias_index() + 1);
+  for (int i = int(blocks_.size()) - 1; i >= 0; --i) {
+    blocks_[size_t(i)].backward(ctx, block_inputs_[size_t(i)], d_out, d_in);
+    std::swap(d_out, d_in);
+    ready(blocks_[size_t(i)].first_parameter(), blocks_[size_t(i)].last_parameter());
+  }
+  subsampling_.backward(ctx, d_out, batch.max_frames);
+  ready(subsampling_.first_parameter(), subsampling_.last_parameter());
+  return losses;
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::infer(const Batch& batch, std::vector<float>& logprobs,
+                                std::vector<int32_t>& out_lengths) {
+  const int B = batch.batch_size, V = config_.vocab_size;
+  const int T2 = prepare(batch);
+  LayerContext<Act, Acc> ctx = context(B, T2, 0.0f, 0);
+  forward(ctx, batch);
+  const size_t n = size_t(B) * T2 * V;
+  if constexpr (std::is_same_v<Acc, float>) {
+    logprobs.resize(n);
+    backend_.to_host(logprobs.data(), arena_.get(logprobs_), n * sizeof(float));
+  } else {
+    std::vector<Acc> host(n);
+    backend_.to_host(host.data(), arena_.get(logprobs_), n * sizeof(Acc));
+    logprobs.assign(host.begin(), host.end());
+  }
+  out_lengths.assign(out_lengths_.begin(), out_lengths_.begin() + B);
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,174 @@
+#include "model/presets.h"
+
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace {
+
+struct NamedPreset {
+  const char* name;
+  ConformerConfig config;
+};
+
+ConformerConfig make_preset(int d_model, int n_layers, int n_heads, int channels) {
+  ConformerConfig config;
+  config.d_model = d_model;
+  config.n_layers = n_layers;
+  config.n_heads = n_heads;
+  config.subsampling_channels = channels;
+  return config;
+}
+
+const std::vector<NamedPreset>& presets() {
+  static const std::vector<NamedPreset> table = {
+      {"tiny", make_preset(32, 2, 2, 32)},
+      {"small", make_preset(144, 6, 4, 144)},
+      {"medium", make_preset(256, 18, 4, 256)},
+      {"large", make_preset(512, 18, 8, 512)},
+  };
+  return table;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "" : ", ") + name;
+  return out;
+}
+
+template <typename T>
+void parse_field(T& dst, const std::string& field, const std::string& value) {
+  T parsed{};
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, parsed);
+  if (ec != std::errc() || ptr != end || value.empty()) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "model config: field '" << field << "' has an invalid value '" << value << "'");
+  }
+  dst = parsed;
+}
+
+}  // namespace
+
+std::vector<std::string> conformer_preset_names() {
+  std::vector<std::string> names;
+  for (const NamedPreset& preset : presets()) names.push_back(preset.name);
+  return names;
+}
+
+ConformerConfig conformer_preset(const std::string& name) {
+  for (const NamedPreset& preset : presets()) {
+    if (name == preset.name) return preset.config;
+  }
+  MPIASR_FAIL(ExitCode::kUsage,
+              "unknown model preset '"
+                  << name << "' (valid presets: " << joined(conformer_preset_names()) << ")");
+}
+
+void set_config_field(ConformerConfig& config, const std::string& field, const std::string& value) {
+  struct IntField {
+    const char* name;
+    int ConformerConfig::*member;
+  };
+  struct FloatField {
+    const char* name;
+    float ConformerConfig::*member;
+  };
+  static const IntField int_fields[] = {
+      {"n_mels", &ConformerConfig::n_mels},
+      {"d_model", &ConformerConfig::d_model},
+      {"n_layers", &ConformerConfig::n_layers},
+      {"n_heads", &ConformerConfig::n_heads},
+      {"ff_mult", &ConformerConfig::ff_mult},
+      {"conv_kernel", &ConformerConfig::conv_kernel},
+      {"subsampling_channels", &ConformerConfig::subsampling_channels},
+      {"vocab_size", &ConformerConfig::vocab_size},
+  };
+  static const FloatField float_fields[] = {
+      {"dropout", &ConformerConfig::dropout},
+      {"layernorm_eps", &ConformerConfig::layernorm_eps},
+  };
+  std::vector<std::string> names;
+  for (const IntField& f : int_fields) {
+    if (field == f.name) return parse_field(config.*f.member, field, value);
+    names.push_back(f.name);
+  }
+  for (const FloatField& f : float_fields) {
+    if (field == f.name) return parse_field(config.*f.member, field, value);
+    names.push_back(f.name);
+  }
+  MPIASR_FAIL(ExitCode::kUsage, "model config: unknown field '"
+                                    << field << "' (valid fields: " << joined(names) << ")");
+}
+
+void validate_config(const ConformerConfig& c) {
+  auto require = [](bool ok, const std::string& what) {
+    if (!ok) MPIASR_FAIL(ExitCode::kUsage, "model config: " << what);
+  };
+  require(c.n_mels >= 7, "n_mels = " + std::to_string(c.n_mels) + " must be at least 7");
+  require(c.d_model > 0, "d_model = " + std::to_string(c.d_model) + " must be positive");
+  require(c.n_layers >= 0, "n_layers = " + std::to_string(c.n_layers) + " must be >= 0");
+  require(c.n_heads > 0 && c.d_model % c.n_heads == 0,
+          "d_model = " + std::to_string(c.d_model) +
+              " must be divisible by n_heads = " + std::to_string(c.n_heads));
+  require(c.n_heads > 0 && (c.d_model / c.n_heads) % 2 == 0,
+          "head dimension d_model / n_heads = " + std::to_string(c.d_model / c.n_heads) +
+              " must be even (rotary embedding)");
+  require(c.ff_mult > 0, "ff_mult = " + std::to_string(c.ff_mult) + " must be positive");
+  require(c.conv_kernel > 0 && c.conv_kernel % 2 == 1,
+          "conv_kernel = " + std::to_string(c.conv_kernel) + " must be odd and positive");
+  require(c.subsampling_channels > 0,
+          "subsampling_channels = " + std::to_string(c.subsampling_channels) + " must be positive");
+  require(c.vocab_size >= 2,
+          "vocab_size = " + std::to_string(c.vocab_size) + " must be at least 2 (blank + 1)");
+  require(c.dropout >= 0.0f && c.dropout < 1.0f,
+          "dropout = " + std::to_string(c.dropout) + " must be in [0, 1)");
+  require(c.layernorm_eps > 0.0f,
+          "layernorm_eps = " + std::to_string(c.layernorm_eps) + " must be positive");
+}
+
+int subsampled_frames(int input_frames) {
+  int l1 = input_frames >= 3 ? (input_frames - 1) / 2 : 0;
+  return l1 >= 3 ? (l1 - 1) / 2 : 0;
+}
+
+int subsampled_bins(int n_mels) {
+  return subsampled_frames(n_mels);
+}
+
+int64_t count_parameters(const ConformerConfig& c) {
+  const int64_t d = c.d_model, f = int64_t(c.ff_mult) * c.d_model, ch = c.subsampling_channels;
+  const int64_t layernorm = 2 * d;
+  const int64_t subsampling =
+      (ch * 9 + ch) + (ch * ch * 9 + ch) + (d * subsampled_bins(c.n_mels) * ch + d);
+  const int64_t feed_forward = layernorm + (f * d + f) + (d * f + d);
+  const int64_t attention = layernorm + (3 * d * d + 3 * d) + (d * d + d);
+  const int64_t conv_module =
+      layernorm + (2 * d * d + 2 * d) + (d * c.conv_kernel + d) + layernorm + (d * d + d);
+  const int64_t block = 2 * feed_forward + attention + conv_module + layernorm;
+  const int64_t head = int64_t(c.vocab_size) * d + c.vocab_size;
+  return subsampling + c.n_layers * block + head;
+}
+
+std::string preset_summary(int vocab_size) {
+  std::ostringstream out;
+  char line[160];
+  std::snprintf(line, sizeof line, "%-8s %8s %8s %8s %9s %12s\n", "preset", "d_model", "layers",
+                "heads", "channels", "parameters");
+  out << line;
+  for (const NamedPreset& preset : presets()) {
+    ConformerConfig config = preset.config;
+    config.vocab_size = vocab_size;
+    std::snprintf(line, sizeof line, "%-8s %8d %8d %8d %9d %12lld\n", preset.name, config.d_model,
+                  config.n_layers, config.n_heads, config.subsampling_channels,
+                  static_cast<long long>(count_parameters(config)));
+    out << line;
+  }
+  return out.str();
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,56 @@
+// The Conformer-CTC configuration, its named presets and its parameter count.
+//
+//   tiny    d 32,  2 layers, 2 heads, 32 subsampling channels    (tests)
+//   small   d 144, 6 layers, 4 heads, 144 subsampling channels   (CPU demo, ~3.5 M)
+//   medium  d 256, 18 layers, 4 heads, 256 subsampling channels  (~30 M)
+//   large   d 512, 18 layers, 8 heads, 512 subsampling channels  (~120 M)
+//
+// Every field of a preset can be overridden afterwards by name
+// (set_config_field), e.g. from a config file or the command line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpiasr {
+
+struct ConformerConfig {
+  int n_mels = 80;
+  int d_model = 0;
+  int n_layers = 0;
+  int n_heads = 0;
+  int ff_mult = 4;
+  int conv_kernel = 31;
+  int subsampling_channels = 0;
+  int vocab_size = 0;  // includes the blank (id 0); set from the tokenizer
+  float dropout = 0.1f;
+  float layernorm_eps = 1e-5f;
+};
+
+// The preset called `name`; throws Error (kUsage) naming the valid presets.
+ConformerConfig conformer_preset(const std::string& name);
+std::vector<std::string> conformer_preset_names();
+
+// Sets one field by its name in ConformerConfig ("d_model", "dropout", ...) from
+// its text; throws Error (kUsage) naming the valid fields or the bad value.
+void set_config_field(ConformerConfig& config, const std::string& field, const std::string& value);
+
+// Throws Error (kUsage) naming the first field that cannot build a model
+// (d_model not divisible by n_heads, odd head dimension, even kernel, ...).
+void validate_config(const ConformerConfig& config);
+
+// Frames after the ×4 subsampling: two 3x3 stride-2 convolutions without
+// padding, L1 = (L - 1) / 2, L2 = (L1 - 1) / 2 (0 when L < 7).
+int subsampled_frames(int input_frames);
+// Feature bins after the subsampling (n_mels 80 -> 19).
+int subsampled_bins(int n_mels);
+
+// Number of trainable parameters of the model the config describes.
+int64_t count_parameters(const ConformerConfig& config);
+
+// A table of every preset with its dimensions and parameter count for the
+// given vocabulary size, one line per preset.
+std::string preset_summary(int vocab_size);
+
+}  // namespace mpiasr
