@@ -1,0 +1,35 @@
+// Greedy CTC decoding: argmax per frame, collapse repeats, drop blanks.
+#include "model/ctc_decode.h"
+
+#include "src/error.h"
+
+namespace mpiasr {
+
+std::vector<int32_t> ctc_greedy_decode_one(const float* logprobs, int frames, int V) {
+  MPIASR_CHECK(V >= 1 && frames >= 0, "ctc_greedy_decode: frames " << frames << ", V " << V);
+  std::vector<int32_t> tokens;
+  int32_t previous = 0;
+  for (int t = 0; t < frames; ++t) {
+    const float* row = logprobs + static_cast<size_t>(t) * V;
+    int32_t best = 0;
+    for (int k = 1; k < V; ++k)
+      if (row[k] > row[best]) best = k;
+    if (best != 0 && best != previous) tokens.push_back(best);
+    previous = best;
+  }
+  return tokens;
+}
+
+std::vector<std::vector<int32_t>> ctc_greedy_decode(const float* logprobs, const int32_t* lengths,
+                                                    int B, int T, int V) {
+  std::vector<std::vector<int32_t>> hypotheses(B);
+  for (int b = 0; b < B; ++b) {
+    MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T, "ctc_greedy_decode: utterance "
+                                                         << b << " has length " << lengths[b]
+                                                         << ", outside [0, " << T << "]");
+    hypotheses[b] = ctc_greedy_decode_one(logprobs + static_cast<size_t>(b) * T * V, lengths[b], V);
+  }
+  return hypotheses;
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,21 @@
+// Greedy CTC decoding: for each utterance take the most likely token of every
+// valid frame (argmax over V, the lowest id on ties), merge runs of the same
+// token, then drop the blanks (id 0). "a a _ a b" -> "a a b".
+//
+//   logprobs [B, T, V] float, host memory; frames t >= lengths[b] are padding
+//   lengths [B]        valid frames per utterance (<= T)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace mpiasr {
+
+// The token ids of one utterance from its frames logprobs [frames, V].
+std::vector<int32_t> ctc_greedy_decode_one(const float* logprobs, int frames, int V);
+
+// The token ids of every utterance of a padded batch.
+std::vector<std::vector<int32_t>> ctc_greedy_decode(const float* logprobs, const int32_t* lengths,
+                                                    int B, int T, int V);
+
+}  // namespace mpiasr
