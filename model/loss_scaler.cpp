@@ -1,0 +1,73 @@
+// Dynamic loss scaling (GradScaler semantics) and its checkpoint state.
+#include "model/loss_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "src/error.h"
+
+namespace mpiasr {
+
+LossScaler::LossScaler(const LossScalerConfig& config)
+    : config_(config), scale_(config.enabled ? config.init_scale : 1.0f) {
+  if (!config.enabled) return;
+  if (!(std::isfinite(config.init_scale) && config.init_scale >= config.min_scale))
+    MPIASR_FAIL(ExitCode::kUsage, "loss scaler: init_scale " << config.init_scale
+                                                             << " must be finite and >= min_scale "
+                                                             << config.min_scale);
+  if (!(config.min_scale > 0.0f))
+    MPIASR_FAIL(ExitCode::kUsage, "loss scaler: min_scale " << config.min_scale << " must be > 0");
+  if (!(config.growth_factor > 1.0f))
+    MPIASR_FAIL(ExitCode::kUsage,
+                "loss scaler: growth_factor " << config.growth_factor << " must be > 1");
+  if (!(config.backoff_factor > 0.0f && config.backoff_factor < 1.0f))
+    MPIASR_FAIL(ExitCode::kUsage,
+                "loss scaler: backoff_factor " << config.backoff_factor << " must be in (0, 1)");
+  if (config.growth_interval < 1)
+    MPIASR_FAIL(ExitCode::kUsage,
+                "loss scaler: growth_interval " << config.growth_interval << " must be >= 1");
+}
+
+bool LossScaler::update(bool found_nonfinite) {
+  if (!config_.enabled) return true;
+  if (found_nonfinite) {
+    scale_ = std::max(scale_ * config_.backoff_factor, config_.min_scale);
+    growth_tracker_ = 0;
+    return false;
+  }
+  if (++growth_tracker_ == config_.growth_interval) {
+    const float grown = scale_ * config_.growth_factor;
+    if (std::isfinite(grown)) scale_ = grown;
+    growth_tracker_ = 0;
+  }
+  return true;
+}
+
+nlohmann::json LossScaler::state() const {
+  return {{"enabled", config_.enabled}, {"scale", scale_}, {"growth_tracker", growth_tracker_}};
+}
+
+void LossScaler::load_state(const nlohmann::json& state) {
+  if (!config_.enabled) return;
+  for (const char* key : {"enabled", "scale", "growth_tracker"})
+    if (!state.contains(key))
+      MPIASR_FAIL(ExitCode::kCheckpoint,
+                  "loss scaler state: no \"" << key << "\" in " << state.dump());
+  if (!state["enabled"].is_boolean() || !state["scale"].is_number() ||
+      !state["growth_tracker"].is_number_integer())
+    MPIASR_FAIL(ExitCode::kCheckpoint, "loss scaler state: wrong types in " << state.dump());
+  if (!state["enabled"].get<bool>()) return;
+  const float scale = state["scale"].get<float>();
+  const int tracker = state["growth_tracker"].get<int>();
+  if (!(std::isfinite(scale) && scale > 0.0f))
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                "loss scaler state: scale " << scale << " in " << state.dump());
+  if (tracker < 0 || tracker >= config_.growth_interval)
+    MPIASR_FAIL(ExitCode::kCheckpoint, "loss scaler state: growth_tracker "
+                                           << tracker << " outside [0, " << config_.growth_interval
+                                           << ") in " << state.dump());
+  scale_ = scale;
+  growth_tracker_ = tracker;
+}
+
+}  // namespace mpiasr

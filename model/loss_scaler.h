@@ -1,0 +1,56 @@
+// Dynamic loss scaling for fp16 training, with PyTorch GradScaler's semantics.
+//
+// The loss is multiplied by scale() before the backward pass so small fp16
+// gradients do not flush to zero; the optimizer unscales (grad_scale = 1 /
+// scale()). After every step the caller reports whether any gradient was NaN
+// or inf (checked after the all-reduce, so all ranks agree):
+//   non-finite: skip the step, scale *= backoff_factor (never below min_scale),
+//               restart the count of finite steps
+//   finite:     apply the step; after growth_interval finite steps in a row,
+//               scale *= growth_factor (kept when that would overflow float)
+// Defaults: start 2^16, growth 2 every 2000 steps, backoff 0.5. min_scale
+// (default 1) is this trainer's addition: GradScaler has no floor, and a
+// scale below 1 would only make fp16 underflow worse.
+// Disabled (fp32 training): scale() is 1 and update() always applies the step;
+// a non-finite fp32 gradient is divergence, for the trainer to report.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace mpiasr {
+
+struct LossScalerConfig {
+  bool enabled = true;
+  float init_scale = 65536.0f;
+  float growth_factor = 2.0f;
+  float backoff_factor = 0.5f;
+  int growth_interval = 2000;
+  float min_scale = 1.0f;
+};
+
+class LossScaler {
+ public:
+  explicit LossScaler(const LossScalerConfig& config = {});
+
+  float scale() const { return scale_; }
+  bool enabled() const { return config_.enabled; }
+  // Finite steps since the last change of scale.
+  int growth_tracker() const { return growth_tracker_; }
+
+  // Records one step's outcome; returns whether to apply the step.
+  bool update(bool found_nonfinite);
+
+  // {"enabled", "scale", "growth_tracker"} for the checkpoint's state.json.
+  nlohmann::json state() const;
+  // Restores scale and growth_tracker saved by state(); the factors come from
+  // this scaler's config. A disabled scaler ignores the state; an enabled one
+  // given a disabled run's state keeps its initial scale. Bad values throw.
+  void load_state(const nlohmann::json& state);
+
+ private:
+  LossScalerConfig config_;
+  float scale_;
+  int growth_tracker_ = 0;
+};
+
+}  // namespace mpiasr
