@@ -1,15 +1,19 @@
 // Log-mel filterbank (see fbank.h for the math, the framing and the layout).
 //
 // FFT library: the real FFT is kissfft's kiss_fftr (BSD-3-Clause). FFTW
-// (fftwf_plan_dft_r2c_1d, FFTW_MEASURE) is faster on the 512-point real FFT,
-// measured by kernels/bench/fbank_bench on this project's machine (AMD EPYC Zen 5,
-// one thread, Debian kissfft 131.1.0 and FFTW 3.3.10):
-//   512-point real FFT   kissfft ~FFT_KISS ns   FFTW ~FFT_FFTW ns
-//   whole log-mel        default ~XRT_DEFAULT x real time, Kaldi ~XRT_KALDI x real time
-// FFTW is GPL-2+: linking it would make the mpiasr binary GPL. The FFT is
-// FFT_SHARE of the log-mel time, and the log-mel runs in loader threads far
-// ahead of the model, so kissfft's speed costs nothing the trainer can see;
-// we keep the permissive licence.
+// (GPL-2+) is faster; kernels/bench/fbank_bench measured, on this project's
+// machine (AMD EPYC Zen 5, 2 cores shared with parallel builds, so the minimum
+// CPU time of 15 repetitions; one thread; Debian kissfft 131.1.0, FFTW 3.3.10
+// with FFTW_MEASURE):
+//   512-point real FFT     kissfft 2.3 us     FFTW 0.40 us (5.8x faster)
+//   log-mel, 10 s of audio default 3.2 ms = 3100x real time per core (3.2 us/frame)
+//                          Kaldi   3.7 ms = 2700x real time per core
+//                          Kaldi with dither 1: 11.6 ms = 860x (Gaussian draws)
+// So the FFT is ~70% of the log-mel time and FFTW would make it ~2.5x faster.
+// We keep kissfft anyway: linking FFTW would make the mpiasr program GPL, and
+// one loader core at ~3000x real time already feeds far more audio than a
+// training step consumes (the CPU trainer's ~100 audio-seconds/s is 3% of a
+// core; eight loader threads of a GPU rank give ~25000x real time).
 //
 // Scaling of mel(f): the filters only depend on ratios of mel differences, so
 // 1127 ln(1 + f/700) (Kaldi) and 2595 log10(1 + f/700) (torchaudio) give the
