@@ -1,0 +1,115 @@
+// The batch loader: turns the sampler's batches (lists of utterance indices)
+// into padded feature batches, ahead of the trainer, on worker threads.
+//
+// Per utterance i of epoch e:
+//   samples  = read_audio(path, offset, duration, fbank sample rate)
+//   feats    = Fbank::compute(samples, dither seed = f(seed, e, i))      [frames, n_mels]
+//   feats    = global CMVN (a Cmvn given), or per-utterance CMVN, or nothing
+//   feats    = spec_augment(feats, seed = spec_augment_seed(seed, e, i))  when enabled
+//   tokens   = tokenizer.encode(transcript), computed once in the constructor
+// and a batch of B utterances is laid out as io/batch.h says: features
+// [B, T, n_mels] zero-padded to the longest utterance T, frame and target
+// lengths, targets concatenated. Transcripts are encoded as they are in the
+// manifest; normalize them (normalize_text) before building the loader.
+//
+// Threads and hand-off. With workers = 0, next() builds the batch in the
+// caller's thread. With workers = N > 0, N threads build batches ahead into a
+// fixed pool of queue_depth Batch objects: batch k of the epoch goes to slot
+// k mod queue_depth once batch k - queue_depth has been handed over. next()
+// waits for the next batch in order and swaps it with the caller's Batch, so
+// the caller's previous buffers go back into the pool: queue_depth + 1 Batch
+// objects circulate and, once their buffers have grown to the largest batch,
+// nothing is allocated per batch. Every value depends only on (seed, epoch,
+// utterance), never on thread timing, so the batches are bit-identical for
+// any number of workers.
+//
+// Errors. An utterance that fails (unreadable audio, no frames) is reported
+// by the next() that would return its batch, as Error naming the utterance
+// id, its audio file and its manifest line; the epoch then ends. The
+// destructor and start_epoch() stop and join the workers at any point of an
+// epoch.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "io/batch.h"
+#include "io/cmvn.h"
+#include "io/fbank.h"
+#include "io/manifest.h"
+#include "io/spec_augment.h"
+#include "io/tokenizer.h"
+
+namespace mpiasr {
+
+struct LoaderOptions {
+  int workers = 2;      // threads building batches; 0 = in the caller's thread
+  int queue_depth = 4;  // batches built ahead of the consumer (workers > 0)
+  bool spec_augment = false;
+  SpecAugmentOptions spec_augment_options;
+  bool per_utterance_cmvn = false;  // exclusive with a global Cmvn
+  uint64_t seed = 0;
+};
+
+class Loader {
+ public:
+  // manifest, tokenizer, fbank and cmvn (nullable: no global CMVN) must outlive the loader.
+  Loader(const Manifest& manifest, const Tokenizer& tokenizer, const Fbank& fbank, const Cmvn* cmvn,
+         LoaderOptions options);
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+  ~Loader();
+
+  // Starts (or restarts) an epoch over `batches` (Sampler::epoch_batches),
+  // beginning at batch start_index (a resumed position).
+  void start_epoch(int epoch, std::vector<std::vector<size_t>> batches, size_t start_index = 0);
+  // Swaps the next batch into `out`; false at the end of the epoch.
+  bool next(Batch& out);
+
+  // Token ids of utterance i's transcript.
+  const std::vector<int32_t>& tokens(size_t utterance) const { return tokens_[utterance]; }
+
+ private:
+  // Per-thread buffers for the features of one batch before padding.
+  struct Scratch {
+    std::vector<std::vector<float>> features;  // [B][frames * n_mels]
+    std::vector<int> frames;                   // [B]
+  };
+  struct Slot {
+    Batch batch;
+    size_t number = SIZE_MAX;  // the epoch's batch this slot holds, SIZE_MAX when none
+    std::exception_ptr error;
+  };
+
+  void make_batch(const std::vector<size_t>& utterances, int epoch, Batch& out,
+                  Scratch& scratch) const;
+  void compute_features(size_t utterance, int epoch, std::vector<float>& feats, int& frames,
+                        double& seconds) const;
+  void work();
+  void stop_workers();
+
+  const Manifest& manifest_;
+  const Fbank& fbank_;
+  const Cmvn* cmvn_;
+  LoaderOptions options_;
+  std::vector<std::vector<int32_t>> tokens_;  // per manifest utterance
+
+  std::vector<std::vector<size_t>> batches_;  // this epoch's
+  int epoch_ = 0;
+  size_t next_claim_ = 0;    // the next batch a worker will build
+  size_t next_deliver_ = 0;  // the next batch next() hands over
+  Scratch caller_scratch_;   // workers = 0
+
+  std::mutex mutex_;
+  std::condition_variable produced_;  // a slot received its batch (or error)
+  std::condition_variable consumed_;  // a batch was handed over, or stop_
+  bool stop_ = false;
+  std::vector<Slot> slots_;
+  std::vector<std::thread> threads_;
+};
+
+}  // namespace mpiasr
