@@ -64,7 +64,8 @@ MPIASR_HD int ctc_min_frames(const int32_t* target, int L) {
 // The states through which a complete path can pass at frame t of `frames`:
 // [ctc_window_begin, ctc_window_end). A path reaches at most state 2t+1 by
 // frame t, and from state s it must still reach S-2 or S-1 in the frames left,
-// two states per frame at most. Outside, alpha or beta is log zero.
+// two states per frame at most. Outside it alpha_t(s) + beta_t(s) is log zero,
+// so the recursions may leave those states at log zero without computing them.
 MPIASR_HD int ctc_window_begin(int S, int frames, int t) {
   const int begin = S - 2 * (frames - t);
   return begin > 0 ? begin : 0;

@@ -120,14 +120,23 @@ TEST(CtcLoss, GradientMatchesFiniteDifferencesOfBruteForce) {
 }
 
 TEST(CtcLoss, GradientRowsAreSoftmaxMinusOccupancy) {
-  // Each frame's occupancy sums to 1, as does its softmax: rows sum to 0.
+  // Each frame's occupancy sums to 1, as does its softmax: rows sum to 0. Long
+  // and tight cases too (brute force cannot reach them): 200 frames for
+  // 90 labels with repeats, and 24 frames for a target that needs exactly 24.
   std::mt19937 rng(3);
-  const int T = 6, V = 4;
-  const CtcResult result = run_ctc(random_logits(T, V, rng), {1, 2, 2}, T, V);
-  for (int t = 0; t < T; ++t) {
-    double sum = 0;
-    for (int k = 0; k < V; ++k) sum += result.dlogits[t * V + k];
-    EXPECT_NEAR(sum, 0.0, 1e-14);
+  std::uniform_int_distribution<int32_t> token(1, 3);
+  std::vector<int32_t> long_target(90), tight_target(15, 1);
+  for (int32_t& k : long_target) k = token(rng);
+  for (int i = 0; i < 5; ++i) tight_target[i] = 2 + i % 2;  // 2 3 2 3 2 1 x10: 9 repeats
+  const std::vector<Case> cases = {{6, 4, {1, 2, 2}}, {200, 5, long_target}, {24, 4, tight_target}};
+  for (const Case& c : cases) {
+    const CtcResult result = run_ctc(random_logits(c.T, c.V, rng), c.y, c.T, c.V);
+    ASSERT_TRUE(std::isfinite(result.loss)) << "T=" << c.T;
+    for (int t = 0; t < c.T; ++t) {
+      double sum = 0;
+      for (int k = 0; k < c.V; ++k) sum += result.dlogits[t * c.V + k];
+      EXPECT_NEAR(sum, 0.0, 1e-12) << "T=" << c.T << " frame " << t;
+    }
   }
 }
 
@@ -143,6 +152,21 @@ TEST(CtcLoss, InfeasibleGivesInfinityAndZeroGradient) {
     EXPECT_EQ(result.loss, kInf);
     for (double g : result.dlogits) EXPECT_EQ(g, 0.0);
   }
+}
+
+TEST(CtcLoss, EmptyInput) {
+  // No frames: the empty path has probability 1 for the empty target and
+  // cannot produce any other; padded frames still get a zero gradient.
+  const int T = 2, V = 3;
+  const std::vector<double> lp(2 * T * V, std::log(1.0 / V));
+  const std::vector<int32_t> targets = {1}, target_lengths = {0, 1}, input_lengths = {0, 0};
+  const std::vector<double> scales = {1.0, 1.0};
+  std::vector<double> losses(2), dlogits(2 * T * V, 5.0);
+  cpu_ctc_loss<double>(losses.data(), dlogits.data(), lp.data(), targets.data(),
+                       target_lengths.data(), input_lengths.data(), scales.data(), 2, T, V);
+  EXPECT_EQ(losses[0], 0.0);
+  EXPECT_EQ(losses[1], kInf);
+  for (double g : dlogits) EXPECT_EQ(g, 0.0);
 }
 
 TEST(CtcLoss, GradScaleMultipliesGradientNotLoss) {
