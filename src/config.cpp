@@ -1,0 +1,626 @@
+// Config loading: the key table (the one place that maps "section.key" to a
+// field), typed parsing of YAML scalars with file:line errors, nearest-key
+// suggestions by edit distance, overrides, resolution, checks and the
+// canonical dump. See src/config.h.
+#include "src/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include "io/checksum.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+#define MPIASR_ENUM_NAMES(Enum, ...)                             \
+  std::span<const char* const> enum_names(Enum) {                \
+    static constexpr const char* const kNames[] = {__VA_ARGS__}; \
+    return kNames;                                               \
+  }
+MPIASR_ENUM_NAMES(ManifestFormat, "auto", "tsv", "jsonl", "csv")
+MPIASR_ENUM_NAMES(BatchMode, "dynamic", "fixed")
+MPIASR_ENUM_NAMES(WindowType, "hann", "povey", "hamming")
+MPIASR_ENUM_NAMES(CmvnMode, "global", "utterance", "none")
+MPIASR_ENUM_NAMES(TokenizerType, "char", "bpe", "unigram")
+MPIASR_ENUM_NAMES(ModelPreset, "tiny", "small", "medium", "large")
+MPIASR_ENUM_NAMES(ScheduleType, "noam", "cosine", "constant")
+MPIASR_ENUM_NAMES(LrScaling, "none", "linear", "sqrt")
+MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed")
+MPIASR_ENUM_NAMES(DeviceType, "auto", "cpu", "cuda")
+MPIASR_ENUM_NAMES(FsMode, "shared", "per-node")
+MPIASR_ENUM_NAMES(ResumeMode, "auto", "never")
+#undef MPIASR_ENUM_NAMES
+
+namespace {
+
+// The key being set and where its value comes from ("cfg.yaml:12", or a
+// command-line argument), for error messages.
+struct Where {
+  const std::string& key;
+  const std::string& origin;
+};
+
+std::string describe(const YAML::Node& node) {
+  if (node.IsScalar()) return "'" + node.Scalar() + "'";
+  if (node.IsNull()) return "null";
+  return node.IsMap() ? "a mapping" : "a sequence";
+}
+
+[[noreturn]] void bad_value(const YAML::Node& node, const Where& where, std::string_view expected) {
+  MPIASR_FAIL(ExitCode::kUsage, "bad value " << describe(node) << " for '" << where.key << "' in "
+                                             << where.origin << ": expected " << expected);
+}
+
+const std::string& scalar(const YAML::Node& node, const Where& where, std::string_view expected) {
+  if (!node.IsScalar()) bad_value(node, where, expected);
+  return node.Scalar();
+}
+
+// Integers: the whole text in range, decimal.
+template <typename Int>
+void parse_integer(const YAML::Node& node, Int& out, const Where& where) {
+  const std::string& text = scalar(node, where, "an integer");
+  Int value{};
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    bad_value(node, where,
+              error == std::errc::result_out_of_range ? "an integer in range" : "an integer");
+  }
+  out = value;
+}
+
+void parse(const YAML::Node& node, int& out, const Where& where) {
+  parse_integer(node, out, where);
+}
+void parse(const YAML::Node& node, int64_t& out, const Where& where) {
+  parse_integer(node, out, where);
+}
+void parse(const YAML::Node& node, uint64_t& out, const Where& where) {
+  parse_integer(node, out, where);
+}
+
+void parse(const YAML::Node& node, double& out, const Where& where) {
+  const std::string& text = scalar(node, where, "a number");
+  double value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    bad_value(node, where, "a finite number");
+  }
+  out = value;
+}
+
+void parse(const YAML::Node& node, bool& out, const Where& where) {
+  const std::string& text = scalar(node, where, "true or false");
+  if (text == "true" || text == "True" || text == "yes" || text == "on") {
+    out = true;
+  } else if (text == "false" || text == "False" || text == "no" || text == "off") {
+    out = false;
+  } else {
+    bad_value(node, where, "true or false");
+  }
+}
+
+// Strings: any scalar; an empty value (`key:`) is the empty string.
+void parse(const YAML::Node& node, std::string& out, const Where& where) {
+  out = node.IsNull() ? std::string() : scalar(node, where, "a string");
+}
+
+template <typename Enum>
+requires std::is_enum_v<Enum>
+void parse(const YAML::Node& node, Enum& out, const Where& where) {
+  std::string choices;
+  for (const char* name : enum_names(Enum{})) {
+    if (!choices.empty()) choices += '|';
+    choices += name;
+  }
+  const std::string& text = scalar(node, where, "one of " + choices);
+  auto names = enum_names(Enum{});
+  auto it = std::find(names.begin(), names.end(), text);
+  if (it == names.end()) bad_value(node, where, "one of " + choices);
+  out = static_cast<Enum>(it - names.begin());
+}
+
+template <typename T>
+void parse(const YAML::Node& node, std::optional<T>& out, const Where& where) {
+  if (node.IsNull()) {
+    out.reset();
+    return;
+  }
+  T value{};
+  parse(node, value, where);
+  out = value;
+}
+
+// The shortest text that parses back to the same double.
+std::string number_text(double value) {
+  char text[32];
+  auto [end, error] = std::to_chars(text, text + sizeof text, value);
+  std::string number(text, end);
+  // 1e-09 -> 1.0e-09, which YAML 1.1 readers (PyYAML) also take as a float.
+  size_t exponent = number.find('e');
+  if (exponent != std::string::npos && number.find('.') == std::string::npos) {
+    number.insert(exponent, ".0");
+  }
+  return number;
+}
+
+void emit(YAML::Emitter& out, int value) {
+  out << value;
+}
+void emit(YAML::Emitter& out, int64_t value) {
+  out << value;
+}
+void emit(YAML::Emitter& out, uint64_t value) {
+  out << value;
+}
+void emit(YAML::Emitter& out, double value) {
+  out << number_text(value);
+}
+void emit(YAML::Emitter& out, bool value) {
+  out << (value ? "true" : "false");
+}
+void emit(YAML::Emitter& out, const std::string& value) {
+  out << YAML::DoubleQuoted << value;
+}
+template <typename Enum>
+requires std::is_enum_v<Enum>
+void emit(YAML::Emitter& out, Enum value) {
+  out << std::string(to_string(value));
+}
+template <typename T>
+void emit(YAML::Emitter& out, const std::optional<T>& value) {
+  if (value) {
+    emit(out, *value);
+  } else {
+    out << YAML::Null;
+  }
+}
+
+// One row of the key table: the names and how to set and write the field.
+struct Key {
+  std::string section;
+  std::string name;
+  void (*parse)(Config&, const YAML::Node&, const Where&);
+  void (*emit)(const Config&, YAML::Emitter&);
+  std::string full() const { return section + "." + name; }
+};
+
+template <auto Section, auto Field>
+Key make_key(const char* section, const char* name) {
+  return Key{section, name,
+             [](Config& config, const YAML::Node& node, const Where& where) {
+               parse(node, (config.*Section).*Field, where);
+             },
+             [](const Config& config, YAML::Emitter& out) { emit(out, (config.*Section).*Field); }};
+}
+
+#define MPIASR_KEY(section, field) \
+  make_key<&Config::section, &decltype(Config::section)::field>(#section, #field)
+
+// Every key, in dump order. A new key: its field in config.h, one line here.
+const std::vector<Key>& key_table() {
+  static const std::vector<Key> table = {
+      MPIASR_KEY(data, train_manifest),
+      MPIASR_KEY(data, valid_manifest),
+      MPIASR_KEY(data, test_manifest),
+      MPIASR_KEY(data, manifest_format),
+      MPIASR_KEY(data, data_root),
+      MPIASR_KEY(data, skip_bad),
+      MPIASR_KEY(data, max_utterance_seconds),
+      MPIASR_KEY(batching, mode),
+      MPIASR_KEY(batching, max_batch_seconds),
+      MPIASR_KEY(batching, max_batch_utterances),
+      MPIASR_KEY(batching, batch_size),
+      MPIASR_KEY(batching, num_buckets),
+      MPIASR_KEY(batching, drop_last),
+      MPIASR_KEY(batching, workers),
+      MPIASR_KEY(batching, queue_depth),
+      MPIASR_KEY(features, sample_rate),
+      MPIASR_KEY(features, n_mels),
+      MPIASR_KEY(features, window),
+      MPIASR_KEY(features, preemphasis),
+      MPIASR_KEY(features, dither),
+      MPIASR_KEY(features, kaldi),
+      MPIASR_KEY(features, cmvn),
+      MPIASR_KEY(features, cmvn_path),
+      MPIASR_KEY(spec_augment, enabled),
+      MPIASR_KEY(spec_augment, freq_masks),
+      MPIASR_KEY(spec_augment, freq_width),
+      MPIASR_KEY(spec_augment, time_masks),
+      MPIASR_KEY(spec_augment, time_width_ratio),
+      MPIASR_KEY(tokenizer, type),
+      MPIASR_KEY(tokenizer, vocab_size),
+      MPIASR_KEY(tokenizer, model_path),
+      MPIASR_KEY(tokenizer, lowercase),
+      MPIASR_KEY(tokenizer, strip_punctuation),
+      MPIASR_KEY(model, preset),
+      MPIASR_KEY(model, d_model),
+      MPIASR_KEY(model, n_layers),
+      MPIASR_KEY(model, n_heads),
+      MPIASR_KEY(model, ff_mult),
+      MPIASR_KEY(model, conv_kernel),
+      MPIASR_KEY(model, subsampling_channels),
+      MPIASR_KEY(model, dropout),
+      MPIASR_KEY(optimizer, lr),
+      MPIASR_KEY(optimizer, beta1),
+      MPIASR_KEY(optimizer, beta2),
+      MPIASR_KEY(optimizer, eps),
+      MPIASR_KEY(optimizer, weight_decay),
+      MPIASR_KEY(optimizer, clip_norm),
+      MPIASR_KEY(schedule, type),
+      MPIASR_KEY(schedule, warmup_steps),
+      MPIASR_KEY(schedule, noam_factor),
+      MPIASR_KEY(schedule, min_lr),
+      MPIASR_KEY(schedule, lr_scaling),
+      MPIASR_KEY(schedule, reference_batch),
+      MPIASR_KEY(precision, mode),
+      MPIASR_KEY(precision, init_scale),
+      MPIASR_KEY(precision, growth_interval),
+      MPIASR_KEY(training, device),
+      MPIASR_KEY(training, epochs),
+      MPIASR_KEY(training, max_steps),
+      MPIASR_KEY(training, accumulation),
+      MPIASR_KEY(training, seed),
+      MPIASR_KEY(training, threads),
+      MPIASR_KEY(training, zero_infinity),
+      MPIASR_KEY(training, log_every),
+      MPIASR_KEY(validation, every_steps),
+      MPIASR_KEY(checkpoint, dir),
+      MPIASR_KEY(checkpoint, every_steps),
+      MPIASR_KEY(checkpoint, keep_last),
+      MPIASR_KEY(checkpoint, fs_mode),
+      MPIASR_KEY(checkpoint, resume),
+      MPIASR_KEY(distributed, bucket_mb),
+      MPIASR_KEY(distributed, first_bucket_mb),
+      MPIASR_KEY(distributed, hierarchical),
+      MPIASR_KEY(distributed, timeout_s),
+      MPIASR_KEY(output, dir),
+      MPIASR_KEY(output, metrics_file),
+  };
+  return table;
+}
+#undef MPIASR_KEY
+
+const Key* find_key(std::string_view full) {
+  for (const Key& key : key_table()) {
+    if (key.full() == full) return &key;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> section_names() {
+  std::vector<std::string> sections;
+  for (const Key& key : key_table()) {
+    if (sections.empty() || sections.back() != key.section) sections.push_back(key.section);
+  }
+  return sections;
+}
+
+bool is_section(std::string_view name) {
+  auto sections = section_names();
+  return std::find(sections.begin(), sections.end(), name) != sections.end();
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1])});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// What an unknown name probably meant: the nearest candidate within a third
+// of its length (at least 2 edits), or "".
+std::string nearest(std::string_view given, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_distance = std::max<size_t>(2, given.size() / 3) + 1;
+  for (const std::string& candidate : candidates) {
+    size_t distance = edit_distance(given, candidate);
+    if (distance < best_distance) {
+      best = candidate;
+      best_distance = distance;
+    }
+  }
+  return best;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& item : items) {
+    if (!text.empty()) text += ", ";
+    text += item;
+  }
+  return text;
+}
+
+// The error for an unknown "section.key" (or a bare top-level name), with the
+// nearest valid key, or the same key name in another section, or the list of
+// what is valid.
+[[noreturn]] void unknown_key(const std::string& given, const std::string& origin) {
+  std::vector<std::string> full_keys = config_keys();
+  size_t dot = given.find('.');
+  std::string section = given.substr(0, dot);
+  std::string name = dot == std::string::npos ? given : given.substr(dot + 1);
+  std::string suggestion = nearest(given, full_keys);
+  if (suggestion.empty()) {
+    for (const Key& key : key_table()) {
+      if (key.name == name) suggestion = key.full();
+    }
+  }
+  if (suggestion.empty() && dot == std::string::npos) suggestion = nearest(given, section_names());
+  std::string what = dot == std::string::npos ? "section" : "key";
+  if (!suggestion.empty()) {
+    MPIASR_FAIL(ExitCode::kUsage, "unknown " << what << " '" << given << "' in " << origin
+                                             << "; did you mean '" << suggestion << "'?");
+  }
+  if (is_section(section)) {
+    std::vector<std::string> keys;
+    for (const Key& key : key_table()) {
+      if (key.section == section) keys.push_back(key.name);
+    }
+    MPIASR_FAIL(ExitCode::kUsage, "unknown key '" << given << "' in " << origin << "; section '"
+                                                  << section << "' has: " << join(keys));
+  }
+  MPIASR_FAIL(ExitCode::kUsage, "unknown " << what << " '" << given << "' in " << origin
+                                           << "; sections are: " << join(section_names()));
+}
+
+std::string line_of(const std::string& source, const YAML::Node& node) {
+  return source + ":" + std::to_string(node.Mark().line + 1);
+}
+
+void set_key(Config& config, const std::string& full, const YAML::Node& value,
+             const std::string& origin) {
+  const Key* key = find_key(full);
+  if (!key) unknown_key(full, origin);
+  key->parse(config, value, Where{full, origin});
+}
+
+template <typename T>
+void require(bool ok, const char* key, const T& value, const char* rule) {
+  if (!ok) MPIASR_FAIL(ExitCode::kUsage, "config key '" << key << "' = " << value << ": " << rule);
+}
+
+template <typename T>
+void require_positive_if_set(const char* key, const std::optional<T>& value) {
+  if (value) require(*value > 0, key, *value, "must be positive");
+}
+
+}  // namespace
+
+std::vector<std::string> config_keys() {
+  std::vector<std::string> keys;
+  for (const Key& key : key_table()) keys.push_back(key.full());
+  return keys;
+}
+
+void apply_yaml(Config& config, const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    MPIASR_FAIL(ExitCode::kUsage, source << ":" << e.mark.line + 1 << ": invalid YAML: " << e.msg);
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) {
+    MPIASR_FAIL(ExitCode::kUsage, line_of(source, root)
+                                      << ": the top level must be a mapping of sections");
+  }
+  std::set<std::string> seen_sections, seen_keys;
+  for (const auto& section_entry : root) {
+    const YAML::Node& section_node = section_entry.first;
+    const YAML::Node& body = section_entry.second;
+    std::string section = section_node.IsScalar() ? section_node.Scalar() : describe(section_node);
+    std::string origin = line_of(source, section_node);
+    if (!is_section(section)) {
+      // Name the first key inside, so 'optimzer: {lr: 1}' reads as 'optimzer.lr'.
+      if (body.IsMap() && body.size() > 0) {
+        unknown_key(section + "." + body.begin()->first.Scalar(),
+                    line_of(source, body.begin()->first));
+      }
+      unknown_key(section, origin);
+    }
+    if (!seen_sections.insert(section).second) {
+      MPIASR_FAIL(ExitCode::kUsage, "section '" << section << "' appears twice in " << origin);
+    }
+    if (body.IsNull()) continue;
+    if (!body.IsMap()) {
+      MPIASR_FAIL(ExitCode::kUsage, "section '" << section << "' in " << origin
+                                                << " must be a mapping of keys, got "
+                                                << describe(body));
+    }
+    for (const auto& entry : body) {
+      std::string full = section + "." + (entry.first.IsScalar() ? entry.first.Scalar() : "?");
+      std::string key_origin = line_of(source, entry.first);
+      if (find_key(full) && !seen_keys.insert(full).second) {
+        MPIASR_FAIL(ExitCode::kUsage,
+                    "key '" << full << "' appears twice, again in " << key_origin);
+      }
+      set_key(config, full, entry.second, key_origin);
+    }
+  }
+}
+
+void apply_overrides(Config& config, const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    std::string origin = "command line argument '" + arg + "'";
+    if (!arg.starts_with("--") || arg.size() == 2) {
+      MPIASR_FAIL(ExitCode::kUsage,
+                  "unexpected " << origin << ": overrides are --section.key=value");
+    }
+    size_t equals = arg.find('=');
+    std::string key = arg.substr(2, equals == std::string::npos ? std::string::npos : equals - 2);
+    std::string value;
+    if (equals != std::string::npos) {
+      value = arg.substr(equals + 1);
+    } else if (i + 1 < args.size()) {
+      value = args[++i];
+      origin = "command line arguments '" + arg + " " + value + "'";
+    } else {
+      MPIASR_FAIL(ExitCode::kUsage,
+                  "missing value in " << origin << ": overrides are --section.key=value");
+    }
+    bool is_null =
+        value.empty() || value == "null" || value == "~" || value == "Null" || value == "NULL";
+    set_key(config, key, is_null ? YAML::Node(YAML::NodeType::Null) : YAML::Node(value), origin);
+  }
+}
+
+void resolve_config(Config& config) {
+  const std::string& dir = config.output.dir;
+  if (config.checkpoint.dir.empty()) config.checkpoint.dir = dir + "/checkpoints";
+  if (config.output.metrics_file.empty()) config.output.metrics_file = dir + "/metrics.jsonl";
+  if (config.features.cmvn_path.empty() && config.features.cmvn == CmvnMode::kGlobal) {
+    config.features.cmvn_path = dir + "/cmvn.json";
+  }
+  if (config.tokenizer.model_path.empty()) {
+    bool is_char = config.tokenizer.type == TokenizerType::kChar;
+    config.tokenizer.model_path = dir + (is_char ? "/tokens.txt" : "/tokenizer.model");
+  }
+}
+
+void check_config(const Config& c) {
+  require(c.data.max_utterance_seconds >= 0, "data.max_utterance_seconds",
+          c.data.max_utterance_seconds, "must be >= 0 (0 = no limit)");
+  require(c.batching.max_batch_seconds > 0, "batching.max_batch_seconds",
+          c.batching.max_batch_seconds, "must be positive");
+  require(c.batching.max_batch_utterances >= 1, "batching.max_batch_utterances",
+          c.batching.max_batch_utterances, "must be >= 1");
+  require(c.batching.batch_size >= 1, "batching.batch_size", c.batching.batch_size, "must be >= 1");
+  require(c.batching.num_buckets >= 1, "batching.num_buckets", c.batching.num_buckets,
+          "must be >= 1");
+  require(c.batching.workers >= 1, "batching.workers", c.batching.workers, "must be >= 1");
+  require(c.batching.queue_depth >= 1, "batching.queue_depth", c.batching.queue_depth,
+          "must be >= 1");
+  require(c.features.sample_rate > 0, "features.sample_rate", c.features.sample_rate,
+          "must be positive");
+  require(c.features.n_mels > 0, "features.n_mels", c.features.n_mels, "must be positive");
+  require(c.features.preemphasis >= 0 && c.features.preemphasis < 1, "features.preemphasis",
+          c.features.preemphasis, "must be in [0, 1)");
+  require(c.features.dither >= 0, "features.dither", c.features.dither, "must be >= 0");
+  require(c.spec_augment.freq_masks >= 0, "spec_augment.freq_masks", c.spec_augment.freq_masks,
+          "must be >= 0");
+  require(c.spec_augment.freq_width >= 0 && c.spec_augment.freq_width <= c.features.n_mels,
+          "spec_augment.freq_width", c.spec_augment.freq_width, "must be in [0, features.n_mels]");
+  require(c.spec_augment.time_masks >= 0, "spec_augment.time_masks", c.spec_augment.time_masks,
+          "must be >= 0");
+  require(c.spec_augment.time_width_ratio >= 0 && c.spec_augment.time_width_ratio <= 1,
+          "spec_augment.time_width_ratio", c.spec_augment.time_width_ratio, "must be in [0, 1]");
+  require(c.tokenizer.type == TokenizerType::kChar || c.tokenizer.vocab_size >= 2,
+          "tokenizer.vocab_size", c.tokenizer.vocab_size, "must be >= 2 for bpe and unigram");
+  require_positive_if_set("model.d_model", c.model.d_model);
+  require_positive_if_set("model.n_layers", c.model.n_layers);
+  require_positive_if_set("model.n_heads", c.model.n_heads);
+  require_positive_if_set("model.ff_mult", c.model.ff_mult);
+  require_positive_if_set("model.subsampling_channels", c.model.subsampling_channels);
+  if (c.model.conv_kernel) {
+    require(*c.model.conv_kernel > 0 && *c.model.conv_kernel % 2 == 1, "model.conv_kernel",
+            *c.model.conv_kernel, "must be odd and positive");
+  }
+  if (c.model.d_model && c.model.n_heads) {
+    require(*c.model.d_model % *c.model.n_heads == 0, "model.d_model", *c.model.d_model,
+            "must be a multiple of model.n_heads");
+  }
+  if (c.model.dropout) {
+    require(*c.model.dropout >= 0 && *c.model.dropout < 1, "model.dropout", *c.model.dropout,
+            "must be in [0, 1)");
+  }
+  require(c.optimizer.lr > 0, "optimizer.lr", c.optimizer.lr, "must be positive");
+  require(c.optimizer.beta1 >= 0 && c.optimizer.beta1 < 1, "optimizer.beta1", c.optimizer.beta1,
+          "must be in [0, 1)");
+  require(c.optimizer.beta2 >= 0 && c.optimizer.beta2 < 1, "optimizer.beta2", c.optimizer.beta2,
+          "must be in [0, 1)");
+  require(c.optimizer.eps > 0, "optimizer.eps", c.optimizer.eps, "must be positive");
+  require(c.optimizer.weight_decay >= 0, "optimizer.weight_decay", c.optimizer.weight_decay,
+          "must be >= 0");
+  require(c.optimizer.clip_norm >= 0, "optimizer.clip_norm", c.optimizer.clip_norm,
+          "must be >= 0 (0 = no clipping)");
+  require(c.schedule.warmup_steps >= 0, "schedule.warmup_steps", c.schedule.warmup_steps,
+          "must be >= 0");
+  require(c.schedule.type != ScheduleType::kNoam || c.schedule.warmup_steps > 0,
+          "schedule.warmup_steps", c.schedule.warmup_steps, "must be positive for noam");
+  require(c.schedule.noam_factor > 0, "schedule.noam_factor", c.schedule.noam_factor,
+          "must be positive");
+  require(c.schedule.min_lr >= 0, "schedule.min_lr", c.schedule.min_lr, "must be >= 0");
+  require(c.schedule.reference_batch >= 1, "schedule.reference_batch", c.schedule.reference_batch,
+          "must be >= 1");
+  require(c.precision.init_scale > 0, "precision.init_scale", c.precision.init_scale,
+          "must be positive");
+  require(c.precision.growth_interval >= 1, "precision.growth_interval",
+          c.precision.growth_interval, "must be >= 1");
+  require(c.training.device != DeviceType::kCpu || c.precision.mode != Precision::kFp16Mixed,
+          "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
+  require(c.training.epochs >= 1, "training.epochs", c.training.epochs, "must be >= 1");
+  require(c.training.max_steps >= 0, "training.max_steps", c.training.max_steps,
+          "must be >= 0 (0 = no limit)");
+  require(c.training.accumulation >= 1, "training.accumulation", c.training.accumulation,
+          "must be >= 1");
+  require(c.training.threads >= 0, "training.threads", c.training.threads,
+          "must be >= 0 (0 = automatic)");
+  require(c.training.log_every >= 1, "training.log_every", c.training.log_every, "must be >= 1");
+  require(c.validation.every_steps >= 0, "validation.every_steps", c.validation.every_steps,
+          "must be >= 0 (0 = at the end of each epoch only)");
+  require(c.checkpoint.every_steps >= 0, "checkpoint.every_steps", c.checkpoint.every_steps,
+          "must be >= 0 (0 = at the end only)");
+  require(c.checkpoint.keep_last >= 1, "checkpoint.keep_last", c.checkpoint.keep_last,
+          "must be >= 1");
+  require(c.distributed.bucket_mb > 0, "distributed.bucket_mb", c.distributed.bucket_mb,
+          "must be positive");
+  require(c.distributed.first_bucket_mb > 0, "distributed.first_bucket_mb",
+          c.distributed.first_bucket_mb, "must be positive");
+  require(c.distributed.timeout_s > 0, "distributed.timeout_s", c.distributed.timeout_s,
+          "must be positive");
+  require(!c.output.dir.empty(), "output.dir", "\"\"", "must not be empty");
+}
+
+Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
+  Config config;
+  if (!path.empty()) {
+    std::ifstream file(path, std::ios::binary);
+    if (!file) MPIASR_FAIL(ExitCode::kUsage, "cannot read config file " << path);
+    std::stringstream text;
+    text << file.rdbuf();
+    apply_yaml(config, text.str(), path);
+  }
+  apply_overrides(config, overrides);
+  resolve_config(config);
+  check_config(config);
+  return config;
+}
+
+std::string dump_config(const Config& config) {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  const std::string* section = nullptr;
+  for (const Key& key : key_table()) {
+    if (!section || *section != key.section) {
+      if (section) out << YAML::EndMap;
+      section = &key.section;
+      out << YAML::Key << key.section << YAML::Value << YAML::BeginMap;
+    }
+    out << YAML::Key << key.name << YAML::Value;
+    key.emit(config, out);
+  }
+  out << YAML::EndMap << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+uint64_t config_hash(const Config& config) {
+  return fnv1a64(dump_config(config));
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,257 @@
+// The training configuration: a plain struct of sections with defaults,
+// loaded from a YAML file and `--section.key=value` command-line overrides.
+//
+//   Config config = load_config("cfg.yaml", {"--optimizer.lr=1e-3"});
+//   config.optimizer.lr;  config.schedule.type == ScheduleType::kNoam;
+//
+// Every key is "section.key". One table in config.cpp maps each key to its
+// field (parsing, dumping, listing); adding a key is a field here plus one
+// line there. Unknown keys and wrong types are errors (ExitCode::kUsage)
+// naming the file and line, the value, and the nearest valid key:
+//   unknown key 'optimzer.lr' in cfg.yaml:12; did you mean 'optimizer.lr'?
+// The resolved config dumps to canonical YAML (every key, table order), which
+// is saved with each checkpoint, and its FNV-1a 64 hash is what ranks compare.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/lr_schedule.h"  // LrScaling, shared with the schedule itself
+
+namespace mpiasr {
+
+enum class ManifestFormat { kAuto, kTsv, kJsonl, kCsv };  // auto: by the file's extension
+enum class BatchMode { kDynamic, kFixed };
+enum class WindowType { kHann, kPovey, kHamming };
+enum class CmvnMode { kGlobal, kUtterance, kNone };
+enum class TokenizerType { kChar, kBpe, kUnigram };
+enum class ModelPreset { kTiny, kSmall, kMedium, kLarge };
+enum class ScheduleType { kNoam, kCosine, kConstant };
+enum class Precision { kAuto, kFp32, kFp16Mixed };  // auto: fp16-mixed on CUDA, fp32 on CPU
+enum class DeviceType { kAuto, kCpu, kCuda };       // auto: CUDA when a GPU is visible
+enum class FsMode { kShared, kPerNode };
+enum class ResumeMode { kAuto, kNever };
+
+// The names of an enum's values as written in YAML, indexed by the value.
+std::span<const char* const> enum_names(ManifestFormat);
+std::span<const char* const> enum_names(BatchMode);
+std::span<const char* const> enum_names(WindowType);
+std::span<const char* const> enum_names(CmvnMode);
+std::span<const char* const> enum_names(TokenizerType);
+std::span<const char* const> enum_names(ModelPreset);
+std::span<const char* const> enum_names(ScheduleType);
+std::span<const char* const> enum_names(LrScaling);
+std::span<const char* const> enum_names(Precision);
+std::span<const char* const> enum_names(DeviceType);
+std::span<const char* const> enum_names(FsMode);
+std::span<const char* const> enum_names(ResumeMode);
+
+template <typename Enum>
+std::string_view to_string(Enum value) {
+  return enum_names(value)[static_cast<size_t>(value)];
+}
+
+struct DataConfig {
+  std::string train_manifest;
+  std::string valid_manifest;
+  std::string test_manifest;
+  ManifestFormat manifest_format = ManifestFormat::kAuto;
+  std::string data_root;  // substituted for $data_root in manifest audio paths
+  bool skip_bad = false;  // skip (and report) unreadable or invalid utterances instead of failing
+  double max_utterance_seconds = 30;  // longer utterances are dropped; 0 = no limit
+
+  bool operator==(const DataConfig&) const = default;
+};
+
+struct BatchingConfig {
+  BatchMode mode = BatchMode::kDynamic;
+  double max_batch_seconds = 200;  // dynamic: per-rank budget, B x longest utterance
+  int max_batch_utterances = 64;   // dynamic: cap on B
+  int batch_size = 16;             // fixed: B per rank
+  int num_buckets = 20;            // duration buckets (quantiles)
+  bool drop_last = false;          // trim the batch list to a multiple of the world size
+  int workers = 2;                 // loader threads per rank
+  int queue_depth = 4;             // batches prepared ahead
+
+  bool operator==(const BatchingConfig&) const = default;
+};
+
+struct FeaturesConfig {
+  int sample_rate = 16000;
+  int n_mels = 80;
+  WindowType window = WindowType::kHann;
+  double preemphasis = 0;
+  double dither = 0;
+  bool kaldi = false;  // Kaldi compute-fbank compatible options (povey window, snip edges, ...)
+  CmvnMode cmvn = CmvnMode::kGlobal;
+  std::string cmvn_path;  // global statistics; resolved default: <output.dir>/cmvn.json
+
+  bool operator==(const FeaturesConfig&) const = default;
+};
+
+struct SpecAugmentConfig {
+  bool enabled = true;
+  int freq_masks = 2;
+  int freq_width = 27;  // max mel bins per frequency mask
+  int time_masks = 10;
+  double time_width_ratio = 0.05;  // max frames per time mask, as a fraction of the length
+
+  bool operator==(const SpecAugmentConfig&) const = default;
+};
+
+struct TokenizerConfig {
+  TokenizerType type = TokenizerType::kChar;
+  int vocab_size = 256;    // bpe/unigram pieces; char: taken from the data
+  std::string model_path;  // resolved default: <output.dir>/tokenizer.model (.txt for char)
+  bool lowercase = true;
+  bool strip_punctuation = true;
+
+  bool operator==(const TokenizerConfig&) const = default;
+};
+
+// The preset's ConformerConfig with any of these set fields replacing its own.
+struct ModelConfig {
+  ModelPreset preset = ModelPreset::kSmall;
+  std::optional<int> d_model;
+  std::optional<int> n_layers;
+  std::optional<int> n_heads;
+  std::optional<int> ff_mult;
+  std::optional<int> conv_kernel;
+  std::optional<int> subsampling_channels;
+  std::optional<double> dropout;
+
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct OptimizerConfig {  // AdamW
+  double lr = 1e-3;       // peak learning rate (cosine, constant)
+  double beta1 = 0.9;
+  double beta2 = 0.98;
+  double eps = 1e-9;
+  double weight_decay = 1e-3;
+  double clip_norm = 5.0;  // global gradient norm; 0 = no clipping
+
+  bool operator==(const OptimizerConfig&) const = default;
+};
+
+// noam:     lr(t) = noam_factor * d_model^-0.5 * min(t^-0.5, t * warmup_steps^-1.5)
+// cosine:   linear warmup to optimizer.lr, then cosine decay to min_lr at the last step
+// constant: linear warmup to optimizer.lr, then constant
+// lr_scaling multiplies the result by k (linear) or sqrt(k) (sqrt), where
+// k = world size x accumulation / reference_batch.
+struct ScheduleConfig {
+  ScheduleType type = ScheduleType::kNoam;
+  int64_t warmup_steps = 10000;
+  double noam_factor = 2.0;
+  double min_lr = 1e-5;
+  LrScaling lr_scaling = LrScaling::kNone;
+  int reference_batch = 1;  // ranks x accumulation that the learning rate was tuned for
+
+  bool operator==(const ScheduleConfig&) const = default;
+};
+
+// Dynamic loss scaling as GradScaler does it (fp16-mixed only).
+struct PrecisionConfig {
+  Precision mode = Precision::kAuto;
+  double init_scale = 65536;
+  int growth_interval = 2000;  // finite steps before the scale doubles
+
+  bool operator==(const PrecisionConfig&) const = default;
+};
+
+struct TrainingConfig {
+  DeviceType device = DeviceType::kAuto;
+  int epochs = 10;
+  int64_t max_steps = 0;  // 0 = no limit
+  int accumulation = 1;   // micro-batches per optimizer step
+  uint64_t seed = 1234;
+  int threads = 0;            // CPU threads per rank; 0 = cores of the node / ranks on the node
+  bool zero_infinity = true;  // CTC: zero the loss of impossible alignments
+  int log_every = 50;         // steps between progress lines
+
+  bool operator==(const TrainingConfig&) const = default;
+};
+
+struct ValidationConfig {
+  int64_t every_steps = 1000;  // also at the end of every epoch; 0 = only then
+
+  bool operator==(const ValidationConfig&) const = default;
+};
+
+struct CheckpointConfig {
+  std::string dir;  // resolved default: <output.dir>/checkpoints
+  int64_t every_steps = 1000;
+  int keep_last = 3;
+  FsMode fs_mode = FsMode::kShared;  // shared: global rank 0 writes; per-node: local rank 0
+  ResumeMode resume = ResumeMode::kAuto;
+
+  bool operator==(const CheckpointConfig&) const = default;
+};
+
+struct DistributedConfig {
+  double bucket_mb = 25;       // gradient all-reduce bucket size
+  double first_bucket_mb = 1;  // smaller first bucket, so communication starts early
+  bool hierarchical = false;   // reduce within nodes, then across node leaders
+  double timeout_s = 300;      // a collective slower than this stops every rank
+
+  bool operator==(const DistributedConfig&) const = default;
+};
+
+struct OutputConfig {
+  std::string dir = "exp";
+  std::string metrics_file;  // JSON lines; resolved default: <output.dir>/metrics.jsonl
+
+  bool operator==(const OutputConfig&) const = default;
+};
+
+struct Config {
+  DataConfig data;
+  BatchingConfig batching;
+  FeaturesConfig features;
+  SpecAugmentConfig spec_augment;
+  TokenizerConfig tokenizer;
+  ModelConfig model;
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  PrecisionConfig precision;
+  TrainingConfig training;
+  ValidationConfig validation;
+  CheckpointConfig checkpoint;
+  DistributedConfig distributed;
+  OutputConfig output;
+
+  bool operator==(const Config&) const = default;
+};
+
+// Defaults, then the YAML file (when `path` is not empty), then the
+// overrides, then resolve_config and check_config.
+Config load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// Applies YAML text; `source` (a file name) names it in errors.
+void apply_yaml(Config& config, const std::string& yaml_text, const std::string& source);
+
+// Applies command-line overrides: "--section.key=value" or "--section.key"
+// followed by "value" as the next argument. A value of null, ~ or nothing
+// clears an optional key. Throws Error on any other argument.
+void apply_overrides(Config& config, const std::vector<std::string>& args);
+
+// Fills the paths whose defaults derive from output.dir (when empty).
+void resolve_config(Config& config);
+
+// Checks ranges and consistency; throws Error naming the key and the value.
+void check_config(const Config& config);
+
+// Canonical YAML: every section and key in table order, one line each.
+std::string dump_config(const Config& config);
+
+// FNV-1a 64 of dump_config(config).
+uint64_t config_hash(const Config& config);
+
+// Every "section.key", in table order.
+std::vector<std::string> config_keys();
+
+}  // namespace mpiasr
