@@ -223,7 +223,12 @@ std::string write_checkpoint(const std::string& root, int64_t step, const Checkp
   }
 
   std::error_code error;
-  fs::create_directories(root, error);
+  if (fs::create_directories(root, error)) {
+    // A new ROOT must itself survive a crash: sync the folder that holds it.
+    fs::path folder = fs::absolute(root).lexically_normal();
+    if (!folder.has_filename()) folder = folder.parent_path();  // "ROOT/"
+    fsync_dir(folder.parent_path().string());
+  }
   if (error)
     MPIASR_FAIL(ExitCode::kCheckpoint, "cannot create " << root << ": " << error.message());
   // Folders of interrupted writes (and of a replaced step, below) are garbage.

@@ -108,6 +108,12 @@ TEST_F(CheckpointTest, AtomicWriteLeavesNoTemporaryFilesAndPointsLatest) {
   EXPECT_EQ(read_checkpoint_pointer(root_, "best"), std::nullopt);
 }
 
+TEST_F(CheckpointTest, CreatesANestedRootGivenWithATrailingSlash) {
+  write_checkpoint(root_ + "/runs/a/", 7, contents(7), 1, std::nullopt);
+  EXPECT_EQ(find_latest_intact(root_ + "/runs/a", [](const std::string&) {}), 7);
+  EXPECT_EQ(read_checkpoint(root_ + "/runs/a", 7).files, contents(7).files);
+}
+
 TEST_F(CheckpointTest, KeepsLastKPlusBest) {
   write_steps(1, 1, 2);
   write_steps(2, 2, 2, /*best=*/2);
