@@ -143,10 +143,13 @@ class ParameterStore {
     }
     MPIASR_FAIL(ExitCode::kFailure, "no parameter named '" << name << "'");
   }
-  // The flat range [offset, offset + count) covering tensors first .. last - 1.
+  // The flat range [offset, offset + count) of tensors first .. last - 1 with
+  // the alignment gap after them, so the ranges of consecutive groups of
+  // tensors tile the buffer.
   std::pair<size_t, size_t> range(int first, int last) const {
     size_t begin = info(first).offset;
-    return {begin, info(last - 1).offset + info(last - 1).count - begin};
+    size_t end = size_t(last) < infos_.size() ? info(last).offset : padded_size_;
+    return {begin, end - begin};
   }
 
   Acc* master() { return master_; }

@@ -1,0 +1,265 @@
+// The whole Conformer-CTC model in fp64 on the CPU backend: its gradient
+// against central finite differences, the invariances padding must keep
+// (a padded batch equals its utterances one at a time; padded input frames
+// change nothing), the per-layer gradient-ready callbacks, infeasible CTC
+// utterances, and the batch checks.
+#include "model/conformer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/model/gradient_check.h"
+
+namespace mpiasr {
+namespace {
+
+using testing::check_gradient;
+
+constexpr int kVocab = 7;
+
+ConformerConfig tiny_config(float dropout = 0.0f) {
+  ConformerConfig config = conformer_preset("tiny");
+  config.vocab_size = kVocab;
+  config.dropout = dropout;
+  return config;
+}
+
+// A batch of random features (N(0, 1), padded frames 0) for the given frame
+// counts and target sequences, padded to max_frames.
+Batch make_batch(const std::vector<int>& frames, const std::vector<std::vector<int32_t>>& targets,
+                 int max_frames, uint64_t seed) {
+  Batch batch;
+  batch.batch_size = int(frames.size());
+  batch.max_frames = max_frames;
+  batch.n_mels = 80;
+  batch.features.resize(size_t(batch.batch_size) * max_frames * batch.n_mels);
+  batch.frame_lengths.resize(frames.size());
+  batch.target_lengths.resize(frames.size());
+  size_t total = 0;
+  for (const auto& t : targets) total += t.size();
+  batch.targets.resize(total);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  size_t at = 0;
+  for (size_t b = 0; b < frames.size(); ++b) {
+    batch.frame_lengths[b] = frames[b];
+    batch.target_lengths[b] = int32_t(targets[b].size());
+    for (int32_t token : targets[b]) batch.targets[at++] = token;
+    for (int t = 0; t < max_frames; ++t) {
+      for (int m = 0; m < batch.n_mels; ++m) {
+        batch.features[(b * max_frames + size_t(t)) * batch.n_mels + size_t(m)] =
+            t < frames[b] ? normal(rng) : 0.0f;
+      }
+    }
+    batch.utterance_indices.push_back(100 + b);
+  }
+  return batch;
+}
+
+// Utterance b of `batch` alone, padded to its own length.
+Batch single(const Batch& batch, int b) {
+  const int L = batch.frame_lengths[size_t(b)];
+  size_t start = 0;
+  for (int i = 0; i < b; ++i) start += size_t(batch.target_lengths[size_t(i)]);
+  std::vector<int32_t> targets(batch.targets.data() + start,
+                               batch.targets.data() + start + batch.target_lengths[size_t(b)]);
+  Batch one = make_batch({L}, {targets}, L, 0);
+  const size_t row = size_t(batch.n_mels);
+  std::copy(batch.features.data() + size_t(b) * batch.max_frames * row,
+            batch.features.data() + (size_t(b) * batch.max_frames + size_t(L)) * row,
+            one.features.data());
+  return one;
+}
+
+// Frames 31, 25, 19 -> 7, 5, 4 output frames.
+Batch standard_batch() {
+  return make_batch({31, 25, 19}, {{1, 2, 3}, {4, 4}, {5, 6}}, 31, 42);
+}
+
+std::vector<double> grads_of(ParameterStore<double, double>& params) {
+  return std::vector<double>(params.grad(), params.grad() + params.size());
+}
+
+void expect_close(const std::vector<double>& a, const std::vector<double>& b, double tolerance,
+                  const std::string& what) {
+  ASSERT_EQ(a.size(), b.size());
+  double scale = 0.0;
+  for (double v : a) scale = std::max(scale, std::abs(v));
+  for (size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], tolerance * scale) << what << "[" << i << "]";
+  }
+}
+
+class ConformerTest : public ::testing::Test {
+ protected:
+  CpuBackend<double> backend_{1};
+};
+
+void check_model_gradient(Conformer<double, double>& model, const Batch& batch, uint64_t seed,
+                          int samples) {
+  ParameterStore<double, double>& params = model.params();
+  params.zero_grad();
+  model.forward_backward(batch, 1.0, 1.0f, false, seed);
+  const std::vector<double> grads = grads_of(params);
+  auto loss = [&] {
+    std::vector<double> losses = model.forward_backward(batch, 1.0, 1.0f, false, seed);
+    return std::accumulate(losses.begin(), losses.end(), 0.0);
+  };
+  int tensor = 0;
+  double worst = 0.0;
+  for (const ParameterInfo& info : params.infos()) {
+    worst = std::max(
+        worst, check_gradient(info.name, grads.data() + info.offset, params.master() + info.offset,
+                              info.count, loss, samples, uint64_t(++tensor)));
+  }
+  ::testing::Test::RecordProperty("worst_relative_error", std::to_string(worst));
+}
+
+TEST_F(ConformerTest, GradientMatchesFiniteDifferences) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  check_model_gradient(model, standard_batch(), 0, 2);
+}
+
+TEST_F(ConformerTest, GradientMatchesFiniteDifferencesWithDropout) {
+  Conformer<double, double> model(backend_, tiny_config(0.1f), 3, 31, 7);
+  check_model_gradient(model, standard_batch(), 12345, 0);
+}
+
+TEST_F(ConformerTest, PaddedBatchEqualsUtterancesOneAtATime) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  const Batch batch = standard_batch();
+  model.params().zero_grad();
+  const std::vector<double> losses = model.forward_backward(batch, 3.0, 2.0f, false, 0);
+  const std::vector<double> batched = grads_of(model.params());
+
+  model.params().zero_grad();
+  for (int b = 0; b < batch.batch_size; ++b) {
+    const std::vector<double> alone = model.forward_backward(single(batch, b), 3.0, 2.0f, false, 0);
+    ASSERT_EQ(alone.size(), 1u);
+    EXPECT_NEAR(alone[0], losses[size_t(b)], 1e-10 * losses[size_t(b)]) << "utterance " << b;
+    EXPECT_GT(losses[size_t(b)], 0.0);
+  }
+  expect_close(batched, grads_of(model.params()), 1e-10, "gradient");
+
+  std::vector<float> logprobs, one_logprobs;
+  std::vector<int32_t> lengths, one_lengths;
+  model.infer(batch, logprobs, lengths);
+  const int T2 = model.output_frames(batch.max_frames);
+  EXPECT_EQ(lengths, (std::vector<int32_t>{7, 5, 4}));
+  for (int b = 0; b < batch.batch_size; ++b) {
+    model.infer(single(batch, b), one_logprobs, one_lengths);
+    ASSERT_EQ(one_lengths[0], lengths[size_t(b)]);
+    for (size_t i = 0; i < size_t(lengths[size_t(b)]) * kVocab; ++i) {
+      ASSERT_NEAR(one_logprobs[i], logprobs[size_t(b) * T2 * kVocab + i], 1e-6);
+    }
+  }
+  // Every frame's log-probs are normalized.
+  for (size_t row = 0; row < logprobs.size() / kVocab; ++row) {
+    double sum = 0.0;
+    for (int v = 0; v < kVocab; ++v) sum += std::exp(double(logprobs[row * kVocab + size_t(v)]));
+    ASSERT_NEAR(sum, 1.0, 1e-5);
+  }
+}
+
+TEST_F(ConformerTest, PaddedFramesChangeNothing) {
+  Conformer<double, double> model(backend_, tiny_config(0.1f), 3, 31, 7);
+  Batch batch = standard_batch();
+  model.params().zero_grad();
+  const std::vector<double> losses = model.forward_backward(batch, 7.0, 1.0f, false, 5);
+  const std::vector<double> grads = grads_of(model.params());
+
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> garbage(-50.0f, 50.0f);
+  for (int b = 0; b < batch.batch_size; ++b) {
+    for (int t = batch.frame_lengths[size_t(b)]; t < batch.max_frames; ++t) {
+      for (int m = 0; m < batch.n_mels; ++m) {
+        batch.features[(size_t(b) * batch.max_frames + size_t(t)) * 80 + size_t(m)] = garbage(rng);
+      }
+    }
+  }
+  model.params().zero_grad();
+  const std::vector<double> garbage_losses = model.forward_backward(batch, 7.0, 1.0f, false, 5);
+  for (size_t b = 0; b < losses.size(); ++b) EXPECT_NEAR(garbage_losses[b], losses[b], 1e-12);
+  expect_close(grads, grads_of(model.params()), 1e-12, "gradient");
+}
+
+TEST_F(ConformerTest, GradientsReadyLayerByLayerInReverseOrder) {
+  ConformerConfig config = tiny_config();
+  Conformer<double, double> model(backend_, config, 3, 31, 7);
+  ParameterStore<double, double>& params = model.params();
+  params.zero_grad();
+  struct Call {
+    size_t offset, count;
+    std::vector<double> grads;
+  };
+  std::vector<Call> calls;
+  model.forward_backward(standard_batch(), 1.0, 1.0f, false, 0, [&](size_t offset, size_t count) {
+    calls.push_back({offset, count, {params.grad() + offset, params.grad() + offset + count}});
+  });
+  ASSERT_EQ(calls.size(), size_t(config.n_layers) + 2);
+  // Reverse layer order, contiguous, covering the whole buffer.
+  EXPECT_EQ(calls.front().offset + calls.front().count, params.size());
+  EXPECT_EQ(calls.back().offset, 0u);
+  for (size_t i = 1; i < calls.size(); ++i) {
+    EXPECT_EQ(calls[i].offset + calls[i].count, calls[i - 1].offset) << "call " << i;
+  }
+  // What each call announced is final.
+  for (const Call& call : calls) {
+    for (size_t i = 0; i < call.count; ++i) {
+      ASSERT_EQ(call.grads[i], params.grad()[call.offset + i]);
+    }
+  }
+  EXPECT_EQ(params.info(params.index_of("ctc_head.weight")).offset, calls.front().offset);
+  EXPECT_EQ(params.info(params.index_of("encoder.layers.1.ff1.norm.weight")).offset,
+            calls[1].offset);
+}
+
+TEST_F(ConformerTest, InfeasibleUtterances) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  // The third utterance has 4 output frames for 5 5 5, which needs 3 tokens + 2
+  // blanks between the repeats = 5 frames: infeasible.
+  Batch batch = make_batch({31, 25, 19}, {{1, 2, 3}, {4, 4}, {5, 5, 5}}, 31, 42);
+  try {
+    model.forward_backward(batch, 1.0, 1.0f, false, 0);
+    FAIL() << "an infeasible utterance did not stop the step";
+  } catch (const Error& error) {
+    EXPECT_EQ(error.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(error.what()).find("manifest entry 102"), std::string::npos)
+        << error.what();
+  }
+  // zero_infinity: loss 0 and no gradient from it; the others as if alone.
+  model.params().zero_grad();
+  const std::vector<double> losses = model.forward_backward(batch, 1.0, 1.0f, true, 0);
+  EXPECT_EQ(losses[2], 0.0);
+  const std::vector<double> grads = grads_of(model.params());
+  model.params().zero_grad();
+  for (int b = 0; b < 2; ++b) model.forward_backward(single(batch, b), 1.0, 1.0f, false, 0);
+  expect_close(grads, grads_of(model.params()), 1e-10, "gradient");
+}
+
+TEST_F(ConformerTest, RejectsBatchesItCannotRun) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  Batch bad_token = make_batch({31}, {{1, kVocab}}, 31, 1);
+  EXPECT_THROW(model.forward_backward(bad_token, 1.0, 1.0f, false, 0), Error);
+  Batch too_long = make_batch({32}, {{1}}, 32, 1);
+  EXPECT_THROW(model.forward_backward(too_long, 1.0, 1.0f, false, 0), Error);
+  Batch too_many = make_batch({9, 9, 9, 9}, {{1}, {1}, {1}, {1}}, 9, 1);
+  EXPECT_THROW(model.forward_backward(too_many, 1.0, 1.0f, false, 0), Error);
+  Batch wrong_mels = make_batch({31}, {{1}}, 31, 1);
+  wrong_mels.n_mels = 40;
+  EXPECT_THROW(model.forward_backward(wrong_mels, 1.0, 1.0f, false, 0), Error);
+  try {
+    model.forward_backward(bad_token, 1.0, 1.0f, false, 0);
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("target token 7 at position 1"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace mpiasr
