@@ -1,12 +1,12 @@
 // Head split with RoPE, key-masked softmax and head merge (see attention.h).
 #include "kernels/cpu/attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/exp.h"
 #include "kernels/rope.h"
 #include "src/error.h"
 
@@ -97,10 +97,12 @@ void cpu_masked_softmax_forward(T* probs, const T* scores, const int32_t* length
       const T* x = scores + (bh * T_ + t) * T_;
       T* p = probs + (bh * T_ + t) * T_;
       T max = -INFINITY;
-      for (int s = 0; s < valid; ++s) max = std::max(max, x[s]);
+#pragma omp simd reduction(max : max)
+      for (int s = 0; s < valid; ++s) max = max > x[s] ? max : x[s];
       T sum = T(0);
+#pragma omp simd reduction(+ : sum)
       for (int s = 0; s < valid; ++s) {
-        p[s] = std::exp(x[s] - max);
+        p[s] = branchless_exp(x[s] - max);
         sum += p[s];
       }
       const T inv = T(1) / sum;
@@ -119,6 +121,7 @@ void cpu_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, in
     const T* dp = dprobs + row * T_;
     T* dx = dscores + row * T_;
     T dot = T(0);
+#pragma omp simd reduction(+ : dot)
     for (int s = 0; s < T_; ++s) dot += p[s] * dp[s];
     for (int s = 0; s < T_; ++s) dx[s] = p[s] * (dp[s] - dot);
   }

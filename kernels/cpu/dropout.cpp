@@ -1,7 +1,8 @@
-// Dropout by Philox blocks: each block of four random values serves four
-// consecutive elements (see dropout.h).
+// Dropout in tiles of 32 Philox blocks (256 elements): a vectorized loop draws
+// the tile's random bits, a second applies the mask (see dropout.h).
 #include "kernels/cpu/dropout.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/parallel.h"
@@ -9,6 +10,24 @@
 #include "src/error.h"
 
 namespace mpiasr {
+
+namespace {
+
+constexpr int kTileBlocks = 32;
+constexpr int kTileElements = kTileBlocks * kDropoutElementsPerBlock;
+
+// bits[e] = dropout_bits(seed, tile * kTileElements + e) for the whole tile.
+void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
+  for (int j = 0; j < kTileBlocks; ++j) {
+    const Philox4x32Block block = philox_block(seed, tile * kTileBlocks + j);
+    for (int w = 0; w < 4; ++w) {
+      bits[j * 8 + 2 * w] = block.v[w] & 0xffffu;
+      bits[j * 8 + 2 * w + 1] = block.v[w] >> 16;
+    }
+  }
+}
+
+}  // namespace
 
 template <typename T>
 void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n) {
@@ -23,18 +42,22 @@ void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t 
   }
   if (n == 0) return;
   const T scale = T(1) / (T(1) - T(p));
-  // Element i has stream index g = offset + i, which is lane g % 4 of block g / 4.
-  const int64_t first_block = int64_t(offset >> 2);
-  const int64_t end_block = int64_t((offset + n + 3) >> 2);
+  const uint32_t threshold = dropout_threshold(p);
+  // Stream positions [offset, offset + n) lie in tiles [first_tile, end_tile).
+  const int64_t first_tile = int64_t(offset / kTileElements);
+  const int64_t end_tile = int64_t((offset + n + kTileElements - 1) / kTileElements);
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (int64_t block = first_block; block < end_block; ++block) {
-    const Philox4x32Block values = philox_block(seed, uint64_t(block));
-    for (int lane = 0; lane < 4; ++lane) {
-      const uint64_t g = uint64_t(block) * 4 + lane;
-      if (g < offset || g - offset >= n) continue;
-      const size_t i = g - offset;
-      out[i] = philox_uniform(values.v[lane]) >= p ? inp[i] * scale : T(0);
-    }
+  for (int64_t tile = first_tile; tile < end_tile; ++tile) {
+    uint32_t bits[kTileElements];
+    draw_tile(bits, seed, uint64_t(tile));
+    const uint64_t tile_start = uint64_t(tile) * kTileElements;
+    const uint64_t begin = std::max(tile_start, offset);
+    const uint64_t end = std::min(tile_start + kTileElements, offset + n);
+    const uint32_t* tile_bits = bits + (begin - tile_start);
+    const T* x = inp + (begin - offset);
+    T* y = out + (begin - offset);
+    const int count = int(end - begin);
+    for (int e = 0; e < count; ++e) y[e] = x[e] * (tile_bits[e] >= threshold ? scale : T(0));
   }
 }
 

@@ -1,5 +1,5 @@
 // Dropout on the CPU with counter-based masks (kernels/philox.h):
-//   out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0
+//   out[i] = inp[i] * (dropout_keep(seed, offset + i, p) ? 1 / (1 - p) : 0)
 // The mask is a pure function of (seed, offset + i), so it is the same for any
 // thread count and on the GPU, and the backward pass recomputes it instead of
 // storing it: dinp[i] = keep ? dout[i] / (1 - p) : 0. p = 0 copies; p = 1 zeroes.

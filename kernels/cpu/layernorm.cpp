@@ -19,9 +19,11 @@ void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weig
     const T* x = inp + int64_t(n) * C;
     T* y = out + int64_t(n) * C;
     T sum = T(0);
+#pragma omp simd reduction(+ : sum)
     for (int c = 0; c < C; ++c) sum += x[c];
     const T m = sum / T(C);
     T sum_sq = T(0);
+#pragma omp simd reduction(+ : sum_sq)
     for (int c = 0; c < C; ++c) sum_sq += (x[c] - m) * (x[c] - m);
     const T r = T(1) / std::sqrt(sum_sq / T(C) + T(eps));
     for (int c = 0; c < C; ++c) {
@@ -44,6 +46,7 @@ void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const 
       T* dx = dinp + int64_t(n) * C;
       const T m = mean[n], r = rstd[n];
       T sum_g = T(0), sum_g_xhat = T(0);
+#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
       for (int c = 0; c < C; ++c) {
         const T g = dy[c] * (weight ? weight[c] : T(1));
         sum_g += g;

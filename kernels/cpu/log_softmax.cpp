@@ -1,11 +1,11 @@
 // Row-wise log-softmax with the max subtracted for range safety (see log_softmax.h).
 #include "kernels/cpu/log_softmax.h"
 
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/exp.h"
 
 namespace mpiasr {
 
@@ -16,9 +16,11 @@ void cpu_log_softmax_forward(T* logprobs, const T* logits, int N, int V) {
     const T* x = logits + int64_t(n) * V;
     T* y = logprobs + int64_t(n) * V;
     T max = x[0];
-    for (int v = 1; v < V; ++v) max = std::max(max, x[v]);
+#pragma omp simd reduction(max : max)
+    for (int v = 1; v < V; ++v) max = max > x[v] ? max : x[v];
     T sum = T(0);
-    for (int v = 0; v < V; ++v) sum += std::exp(x[v] - max);
+#pragma omp simd reduction(+ : sum)
+    for (int v = 0; v < V; ++v) sum += branchless_exp(x[v] - max);
     const T log_norm = max + std::log(sum);
     for (int v = 0; v < V; ++v) y[v] = x[v] - log_norm;
   }

@@ -3,6 +3,7 @@
 // float against double.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -28,6 +29,40 @@ std::vector<double> inputs_away_from_zero(size_t n, std::mt19937_64& rng) {
   for (double& v : x)
     if (std::abs(v) < 0.05) v += 0.1;
   return x;
+}
+
+TEST(BranchlessExp, MatchesExpWithinOneAndAHalfUlp) {
+  double worst = 0;
+  for (float x = -87.0f; x < 88.0f; x += 0.0037f) {
+    const double expected = std::exp(double(x));
+    worst = std::max(worst, std::abs(double(branchless_exp(x)) - expected) / expected);
+  }
+  EXPECT_LT(worst, 1.5 * 0x1p-23);
+  EXPECT_EQ(branchless_exp(0.0f), 1.0f);
+  EXPECT_EQ(branchless_exp(-100.0f), 0.0f);
+  EXPECT_EQ(branchless_exp(-INFINITY), 0.0f);
+  EXPECT_EQ(branchless_exp(INFINITY), INFINITY);
+  EXPECT_EQ(branchless_exp(100.0f), INFINITY);
+  EXPECT_TRUE(std::isnan(branchless_exp(NAN)));
+}
+
+TEST(Activations, FloatEdgeCases) {
+  EXPECT_EQ(sigmoid(INFINITY), 1.0f);
+  EXPECT_EQ(sigmoid(-INFINITY), 0.0f);
+  EXPECT_EQ(sigmoid(0.0f), 0.5f);
+  EXPECT_TRUE(std::isnan(sigmoid(NAN)));
+  EXPECT_TRUE(std::isnan(relu(NAN)));
+  EXPECT_TRUE(std::isnan(relu(-NAN)));
+  EXPECT_EQ(relu(-INFINITY), 0.0f);
+  EXPECT_EQ(relu(-2.5f), 0.0f);
+  EXPECT_EQ(relu(2.5f), 2.5f);
+  EXPECT_EQ(relu_grad(2.5f, 3.0f), 3.0f);
+  EXPECT_EQ(relu_grad(-2.5f, 3.0f), 0.0f);
+  EXPECT_EQ(relu_grad(0.0f, 3.0f), 0.0f);
+  for (float x = -30.0f; x < 30.0f; x += 0.01f) {
+    const double expected = 1.0 / (1.0 + std::exp(-double(x)));
+    ASSERT_NEAR(sigmoid(x), expected, 2e-7 * expected) << x;
+  }
 }
 
 TEST(Activations, SigmoidIsFiniteAndCorrectAtExtremes) {

@@ -1,8 +1,7 @@
 // Philox4x32-10 against the known-answer vectors of Random123 (tests/kat_vectors),
-// and dropout built on it: the mask depends only on (seed, offset + i), so it is
-// the same for any thread count and any split of a tensor; the keep rate matches
-// 1 - p; kept values are scaled by 1 / (1 - p); the backward pass applies the
-// same mask.
+// the layout of the dropout stream, and dropout built on it: the mask depends only on (seed, offset
+// + i), so it is the same for any thread count and any split of a tensor; the keep rate matches 1 -
+// p; kept values are scaled by 1 / (1 - p); the backward pass applies the same mask.
 #include "kernels/philox.h"
 
 #include <gtest/gtest.h>
@@ -37,16 +36,19 @@ TEST(Philox, MatchesRandom123KnownAnswers) {
   }
 }
 
-TEST(Philox, StreamValueIsTheLaneOfItsBlock) {
+TEST(Philox, DropoutBitsAreTheHalvesOfTheBlockWords) {
   const uint64_t seed = 0x0123456789abcdefull;
-  for (uint64_t index : {0ull, 1ull, 6ull, 0x1'0000'0003ull}) {
-    const uint64_t block = index / 4;
+  for (uint64_t index : {0ull, 1ull, 6ull, 13ull, 0x8'0000'0003ull}) {
+    const uint64_t block = index / 8;
     const Philox4x32Block b =
         philox4x32_10(uint32_t(block), uint32_t(block >> 32), 0, 0, 0x89abcdefu, 0x01234567u);
-    EXPECT_EQ(philox_value(seed, index), b.v[index % 4]);
+    const uint32_t word = b.v[(index / 2) % 4];
+    EXPECT_EQ(dropout_bits(seed, index), index % 2 ? word >> 16 : word & 0xffffu) << index;
   }
-  EXPECT_EQ(philox_uniform(0u), 0.0f);
-  EXPECT_LT(philox_uniform(0xffffffffu), 1.0f);
+  EXPECT_EQ(dropout_threshold(0.0f), 0u);
+  EXPECT_EQ(dropout_threshold(0.1f), 6554u);  // ceil(0.1 * 65536) = ceil(6553.6)
+  EXPECT_EQ(dropout_threshold(0.5f), 32768u);
+  EXPECT_EQ(dropout_threshold(1.0f), 65536u);
 }
 
 std::vector<float> dropout(int threads, const std::vector<float>& x, float p, uint64_t seed,

@@ -1,0 +1,430 @@
+// Microbenchmarks of the CPU backend's operations at Conformer shapes (batch
+// 16 of 4 s: 400 frames of 80 mels, 100 frames after subsampling; d = 144 or
+// 256, 4 heads, depthwise kernel 31), each on 1 and 2 threads (the argument).
+// Counters: GFLOP/s for GEMM-like ops (2 flops per multiply-add), GB/s (bytes
+// read + written once) for memory-bound ops. A plain OpenBLAS sgemm 2048^3 on
+// its own threads gives the machine's ceiling for the kernel OpenBLAS picked
+// (printed as openblas_corename in the context).
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+
+namespace mpiasr {
+namespace {
+
+std::vector<float> random_floats(size_t n, uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (float& v : x) v = dist(rng);
+  return x;
+}
+
+void set_flops(benchmark::State& state, double flops_per_iteration) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(flops_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void set_bytes(benchmark::State& state, double bytes_per_iteration) {
+  state.counters["GB/s"] =
+      benchmark::Counter(bytes_per_iteration * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+int threads(const benchmark::State& state) {
+  return int(state.range(0));
+}
+
+// ---- GEMM ----------------------------------------------------------------------
+
+// OpenBLAS alone, on its own thread pool: the ceiling.
+void BM_openblas_sgemm_2048(benchmark::State& state) {
+  const int n = 2048;
+  const auto a = random_floats(size_t(n) * n, 1), b = random_floats(size_t(n) * n, 2);
+  std::vector<float> c(size_t(n) * n);
+  openblas_set_num_threads(threads(state));
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n,
+                0.0f, c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  openblas_set_num_threads(1);
+  set_flops(state, 2.0 * n * n * n);
+}
+
+// The backend's GEMM: panels on the OpenMP team, OpenBLAS on one thread each.
+void BM_gemm_2048(benchmark::State& state) {
+  const int n = 2048;
+  CpuBackend<float> backend(threads(state));
+  const auto a = random_floats(size_t(n) * n, 1), b = random_floats(size_t(n) * n, 2);
+  std::vector<float> c(size_t(n) * n);
+  for (auto _ : state) {
+    backend.gemm(false, false, n, n, n, 1.0f, a.data(), n, 0, b.data(), n, 0, 0.0f, c.data(), n, 0,
+                 1);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, 2.0 * n * n * n);
+}
+
+// Attention scores: [B*H] x (T x Dh) (Dh x T), T = 100, Dh = 36 (d = 144, 4 heads).
+void BM_attention_scores_gemm(benchmark::State& state) {
+  const int batch = 64, T = 100, Dh = 36;
+  CpuBackend<float> backend(threads(state));
+  const auto q = random_floats(size_t(batch) * T * Dh, 1),
+             k = random_floats(size_t(batch) * T * Dh, 2);
+  std::vector<float> s(size_t(batch) * T * T);
+  for (auto _ : state) {
+    backend.gemm(false, true, T, T, Dh, 0.1667f, q.data(), Dh, T * Dh, k.data(), Dh, T * Dh, 0.0f,
+                 s.data(), T, T * T, batch);
+    benchmark::DoNotOptimize(s.data());
+  }
+  set_flops(state, 2.0 * batch * T * T * Dh);
+}
+
+// ---- linear (FFN up-projection: M = B*T = 1600, d -> 4d) -------------------------
+
+void BM_linear_forward(benchmark::State& state) {
+  const int M = 1600, K = int(state.range(1)), N = 4 * K;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2),
+             b = random_floats(N, 3);
+  std::vector<float> y(size_t(M) * N);
+  for (auto _ : state) {
+    backend.linear_forward(y.data(), x.data(), w.data(), b.data(), M, K, N);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, 2.0 * M * N * K);
+}
+
+void BM_linear_backward(benchmark::State& state) {
+  const int M = 1600, K = int(state.range(1)), N = 4 * K;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(M) * K, 1), w = random_floats(size_t(N) * K, 2),
+             dy = random_floats(size_t(M) * N, 3);
+  std::vector<float> dx(size_t(M) * K), dw(size_t(N) * K), db(N);
+  for (auto _ : state) {
+    backend.linear_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(), M, K,
+                            N);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_flops(state, 4.0 * M * N * K);
+}
+
+// ---- conv2d subsampling ------------------------------------------------------------
+
+// Arguments: threads, layer (1: 1 -> 144 channels on 400 x 80; 2: 144 -> 144 on 199 x 39).
+struct ConvShape {
+  int B, Cin, H, W, Cout;
+  int Ho() const { return (H - 3) / 2 + 1; }
+  int Wo() const { return (W - 3) / 2 + 1; }
+  double flops() const { return 2.0 * B * Ho() * Wo() * Cout * Cin * 9; }
+};
+
+ConvShape conv_shape(const benchmark::State& state) {
+  return state.range(1) == 1 ? ConvShape{16, 1, 400, 80, 144} : ConvShape{16, 144, 199, 39, 144};
+}
+
+void BM_conv2d_forward(benchmark::State& state) {
+  const ConvShape s = conv_shape(state);
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(s.B) * s.H * s.W * s.Cin, 1),
+             w = random_floats(size_t(s.Cout) * s.Cin * 9, 2), b = random_floats(s.Cout, 3);
+  std::vector<float> y(size_t(s.B) * s.Ho() * s.Wo() * s.Cout);
+  for (auto _ : state) {
+    backend.conv2d_forward(y.data(), x.data(), w.data(), b.data(), s.B, s.Cin, s.H, s.W, s.Cout);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, s.flops());
+}
+
+void BM_conv2d_backward(benchmark::State& state) {
+  const ConvShape s = conv_shape(state);
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(s.B) * s.H * s.W * s.Cin, 1),
+             w = random_floats(size_t(s.Cout) * s.Cin * 9, 2),
+             dy = random_floats(size_t(s.B) * s.Ho() * s.Wo() * s.Cout, 3);
+  std::vector<float> dw(w.size()), db(s.Cout);
+  // The first layer's input is the features: no input gradient.
+  std::vector<float> dx(s.Cin > 1 ? x.size() : 0);
+  for (auto _ : state) {
+    backend.conv2d_backward(dx.empty() ? nullptr : dx.data(), dw.data(), db.data(), dy.data(),
+                            x.data(), w.data(), s.B, s.Cin, s.H, s.W, s.Cout);
+    benchmark::DoNotOptimize(dw.data());
+  }
+  set_flops(state, (dx.empty() ? 1.0 : 2.0) * s.flops());
+}
+
+// ---- memory-bound ops at B*T = 1600 rows ------------------------------------------------
+
+void BM_layernorm_forward(benchmark::State& state) {
+  const int N = 1600, C = int(state.range(1));
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(N) * C, 1), w = random_floats(C, 2), b = random_floats(C, 3);
+  std::vector<float> y(size_t(N) * C), mean(N), rstd(N);
+  for (auto _ : state) {
+    backend.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), b.data(), N,
+                              C, 1e-5f);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(state, 2.0 * N * C * sizeof(float));
+}
+
+void BM_layernorm_backward(benchmark::State& state) {
+  const int N = 1600, C = int(state.range(1));
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(N) * C, 1), w = random_floats(C, 2),
+             dy = random_floats(size_t(N) * C, 3);
+  std::vector<float> y(size_t(N) * C), mean(N), rstd(N), dx(size_t(N) * C), dw(C), db(C);
+  backend.layernorm_forward(y.data(), mean.data(), rstd.data(), x.data(), w.data(), nullptr, N, C,
+                            1e-5f);
+  for (auto _ : state) {
+    backend.layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
+                               mean.data(), rstd.data(), N, C);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, 4.0 * N * C * sizeof(float));  // read x, dy, dx; write dx
+}
+
+// Swish on the FFN hidden layer [1600, 4d].
+void BM_swish_forward(benchmark::State& state) {
+  const size_t n = size_t(1600) * 4 * state.range(1);
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(n, 1);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    backend.swish_forward(y.data(), x.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(state, 2.0 * n * sizeof(float));
+}
+
+void BM_swish_backward(benchmark::State& state) {
+  const size_t n = size_t(1600) * 4 * state.range(1);
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(n, 1), dy = random_floats(n, 2);
+  std::vector<float> dx(n);
+  for (auto _ : state) {
+    backend.swish_backward(dx.data(), dy.data(), x.data(), n);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, 3.0 * n * sizeof(float));
+}
+
+// GLU of the conv module: [1600, 2d] -> [1600, d].
+void BM_glu_forward(benchmark::State& state) {
+  const int N = 1600, C = int(state.range(1));
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(N) * 2 * C, 1);
+  std::vector<float> y(size_t(N) * C);
+  for (auto _ : state) {
+    backend.glu_forward(y.data(), x.data(), N, C);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(state, 3.0 * N * C * sizeof(float));
+}
+
+void BM_glu_backward(benchmark::State& state) {
+  const int N = 1600, C = int(state.range(1));
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(N) * 2 * C, 1), dy = random_floats(size_t(N) * C, 2);
+  std::vector<float> dx(size_t(N) * 2 * C);
+  for (auto _ : state) {
+    backend.glu_backward(dx.data(), dy.data(), x.data(), N, C);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_bytes(state, 5.0 * N * C * sizeof(float));
+}
+
+// Dropout on the FFN hidden layer [1600, 4d].
+void BM_dropout_forward(benchmark::State& state) {
+  const size_t n = size_t(1600) * 4 * state.range(1);
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(n, 1);
+  std::vector<float> y(n);
+  uint64_t seed = 0;
+  for (auto _ : state) {
+    backend.dropout_forward(y.data(), x.data(), 0.1f, ++seed, 0, n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(state, 2.0 * n * sizeof(float));
+  state.counters["Gelem/s"] =
+      benchmark::Counter(double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// ---- attention pieces: B = 16, T = 100, H = 4 ------------------------------------------
+
+void BM_qkv_split_rope_forward(benchmark::State& state) {
+  const int B = 16, T = 100, H = 4, Dh = int(state.range(1)) / H;
+  const size_t n = size_t(B) * T * H * Dh;
+  CpuBackend<float> backend(threads(state));
+  const auto qkv = random_floats(3 * n, 1);
+  std::vector<float> q(n), k(n), v(n);
+  for (auto _ : state) {
+    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
+    benchmark::DoNotOptimize(q.data());
+  }
+  set_bytes(state, 6.0 * n * sizeof(float));
+}
+
+void BM_qkv_split_rope_backward(benchmark::State& state) {
+  const int B = 16, T = 100, H = 4, Dh = int(state.range(1)) / H;
+  const size_t n = size_t(B) * T * H * Dh;
+  CpuBackend<float> backend(threads(state));
+  const auto dq = random_floats(n, 1), dk = random_floats(n, 2), dv = random_floats(n, 3);
+  std::vector<float> dqkv(3 * n);
+  for (auto _ : state) {
+    backend.qkv_split_rope_backward(dqkv.data(), dq.data(), dk.data(), dv.data(), B, T, H, Dh);
+    benchmark::DoNotOptimize(dqkv.data());
+  }
+  set_bytes(state, 6.0 * n * sizeof(float));
+}
+
+void BM_masked_softmax_forward(benchmark::State& state) {
+  const int B = 16, H = 4, T = 100;
+  const size_t n = size_t(B) * H * T * T;
+  CpuBackend<float> backend(threads(state));
+  const auto s = random_floats(n, 1);
+  std::vector<int32_t> lengths(B);
+  for (int b = 0; b < B; ++b) lengths[b] = T - 3 * b;
+  std::vector<float> p(n);
+  for (auto _ : state) {
+    backend.masked_softmax_forward(p.data(), s.data(), lengths.data(), B, H, T);
+    benchmark::DoNotOptimize(p.data());
+  }
+  set_bytes(state, 2.0 * n * sizeof(float));
+}
+
+void BM_masked_softmax_backward(benchmark::State& state) {
+  const int B = 16, H = 4, T = 100;
+  const size_t n = size_t(B) * H * T * T;
+  CpuBackend<float> backend(threads(state));
+  const auto p = random_floats(n, 1), dp = random_floats(n, 2);
+  std::vector<float> ds(n);
+  for (auto _ : state) {
+    backend.masked_softmax_backward(ds.data(), dp.data(), p.data(), B, H, T);
+    benchmark::DoNotOptimize(ds.data());
+  }
+  set_bytes(state, 3.0 * n * sizeof(float));
+}
+
+// ---- depthwise conv1d: B = 16, T = 100, K = 31 ---------------------------------------
+
+void BM_depthwise_conv1d_forward(benchmark::State& state) {
+  const int B = 16, T = 100, C = int(state.range(1)), K = 31;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(B) * T * C, 1), w = random_floats(size_t(C) * K, 2),
+             b = random_floats(C, 3);
+  std::vector<int32_t> lengths(B, T);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    backend.depthwise_conv1d_forward(y.data(), x.data(), w.data(), b.data(), lengths.data(), B, T,
+                                     C, K);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_flops(state, 2.0 * B * T * C * K);
+}
+
+void BM_depthwise_conv1d_backward(benchmark::State& state) {
+  const int B = 16, T = 100, C = int(state.range(1)), K = 31;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(B) * T * C, 1), w = random_floats(size_t(C) * K, 2),
+             dy = random_floats(size_t(B) * T * C, 3);
+  std::vector<int32_t> lengths(B, T);
+  std::vector<float> dx(x.size()), dw(w.size()), db(C);
+  for (auto _ : state) {
+    backend.depthwise_conv1d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
+                                      w.data(), lengths.data(), B, T, C, K);
+    benchmark::DoNotOptimize(dx.data());
+  }
+  set_flops(state, 4.0 * B * T * C * K);
+}
+
+// ---- output head ------------------------------------------------------------------------
+
+void BM_log_softmax_forward(benchmark::State& state) {
+  const int N = 1600, V = 256;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(N) * V, 1);
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    backend.log_softmax_forward(y.data(), x.data(), N, V);
+    benchmark::DoNotOptimize(y.data());
+  }
+  set_bytes(state, 2.0 * N * V * sizeof(float));
+}
+
+void thread_args(benchmark::internal::Benchmark* b) {
+  b->Arg(1)->Arg(2);
+}
+
+// (threads, d_model)
+void model_args(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2})
+    for (int d : {144, 256}) b->Args({t, d});
+}
+
+// (threads, conv layer)
+void conv_args(benchmark::internal::Benchmark* b) {
+  for (int t : {1, 2})
+    for (int layer : {1, 2}) b->Args({t, layer});
+}
+
+BENCHMARK(BM_openblas_sgemm_2048)->Apply(thread_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_gemm_2048)->Apply(thread_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_attention_scores_gemm)
+    ->Apply(thread_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_linear_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_linear_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_conv2d_forward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_conv2d_backward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_layernorm_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_layernorm_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_swish_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_swish_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_glu_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_glu_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_dropout_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_qkv_split_rope_forward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_qkv_split_rope_backward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_masked_softmax_forward)
+    ->Apply(thread_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_masked_softmax_backward)
+    ->Apply(thread_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_depthwise_conv1d_forward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_depthwise_conv1d_backward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_log_softmax_forward)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+
+}  // namespace
+}  // namespace mpiasr
+
+int main(int argc, char** argv) {
+  benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  std::printf("OpenBLAS core: %s\n", openblas_get_corename());
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
