@@ -54,6 +54,16 @@ MPIASR_HD Philox4x32Block philox_block(uint64_t seed, uint64_t block) {
 
 constexpr int kDropoutElementsPerBlock = 8;
 
+// The random bits of elements 8 block .. 8 block + 7 of the dropout stream of
+// `seed` (one Philox call serves all eight).
+MPIASR_HD void dropout_block_bits(uint64_t seed, uint64_t block, uint32_t bits[8]) {
+  const Philox4x32Block values = philox_block(seed, block);
+  for (int w = 0; w < 4; ++w) {
+    bits[2 * w] = values.v[w] & 0xffffu;
+    bits[2 * w + 1] = values.v[w] >> 16;
+  }
+}
+
 // The 16 random bits of element `index` of the dropout stream of `seed`.
 MPIASR_HD uint32_t dropout_bits(uint64_t seed, uint64_t index) {
   const Philox4x32Block block = philox_block(seed, index / kDropoutElementsPerBlock);

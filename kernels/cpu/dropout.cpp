@@ -19,11 +19,7 @@ constexpr int kTileElements = kTileBlocks * kDropoutElementsPerBlock;
 // bits[e] = dropout_bits(seed, tile * kTileElements + e) for the whole tile.
 void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
   for (int j = 0; j < kTileBlocks; ++j) {
-    const Philox4x32Block block = philox_block(seed, tile * kTileBlocks + j);
-    for (int w = 0; w < 4; ++w) {
-      bits[j * 8 + 2 * w] = block.v[w] & 0xffffu;
-      bits[j * 8 + 2 * w + 1] = block.v[w] >> 16;
-    }
+    dropout_block_bits(seed, tile * kTileBlocks + j, bits + j * kDropoutElementsPerBlock);
   }
 }
 

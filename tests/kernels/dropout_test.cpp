@@ -45,6 +45,9 @@ TEST(Philox, DropoutBitsAreTheHalvesOfTheBlockWords) {
     const uint32_t word = b.v[(index / 2) % 4];
     EXPECT_EQ(dropout_bits(seed, index), index % 2 ? word >> 16 : word & 0xffffu) << index;
   }
+  uint32_t bits[8];
+  dropout_block_bits(seed, 5, bits);
+  for (int e = 0; e < 8; ++e) EXPECT_EQ(bits[e], dropout_bits(seed, 40 + e)) << e;
   EXPECT_EQ(dropout_threshold(0.0f), 0u);
   EXPECT_EQ(dropout_threshold(0.1f), 6554u);  // ceil(0.1 * 65536) = ceil(6553.6)
   EXPECT_EQ(dropout_threshold(0.5f), 32768u);
