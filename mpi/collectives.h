@@ -1,0 +1,24 @@
+// Small collectives over the world communicator, each with the context's
+// timeout (timeout.h): started non-blocking, polled until done, and on
+// timeout the job is aborted with a message naming rank, step and op_name.
+// All ranks must call them in the same order with the same op_name.
+#pragma once
+
+#include <cstdint>
+
+#include "mpi/context.h"
+
+namespace mpiasr::mpi {
+
+double allreduce_sum(const Context& ctx, double value, const char* op_name);
+int64_t allreduce_min(const Context& ctx, int64_t value, const char* op_name);
+int64_t allreduce_max(const Context& ctx, int64_t value, const char* op_name);
+// values[0..n) becomes the element-wise sum over ranks.
+void allreduce_sum_inplace(const Context& ctx, double* values, int n, const char* op_name);
+void barrier(const Context& ctx, const char* op_name);
+
+// Every rank says whether it failed; returns the lowest failing world rank,
+// or -1 when none failed. Lets all ranks stop together, naming the culprit.
+int first_failing_rank(const Context& ctx, bool failed, const char* op_name);
+
+}  // namespace mpiasr::mpi
