@@ -17,14 +17,17 @@ namespace mpiasr {
 
 namespace {
 
-// Target rows (output pixels) per chunk; a chunk is a whole number of output lines.
-constexpr int kChunkRows = 128;
+// Target size of a chunk's column matrix, in elements; a chunk is a whole
+// number of output lines (at least one).
+constexpr int64_t kChunkElements = 256 * 1024;
 
 struct ConvShape {
   int B, Cin, H, W, Cout, Ho, Wo;
   int K() const { return 9 * Cin; }
   int64_t multiply_adds() const { return int64_t(B) * Ho * Wo * K() * Cout; }
-  int lines_per_chunk() const { return std::max(1, kChunkRows / Wo); }
+  int lines_per_chunk() const {
+    return int(std::clamp<int64_t>(kChunkElements / (int64_t(Wo) * K()), 1, Ho));
+  }
   int chunks_per_image() const { return (Ho + lines_per_chunk() - 1) / lines_per_chunk(); }
 };
 

@@ -6,8 +6,9 @@
 // Method: im2col + GEMM. The weight is reordered to Wr [Cout, 3, 3, Cin] so a
 // patch row of the column matrix is three contiguous copies of 3 * Cin input
 // values (one per kernel row). Output rows are processed in chunks of whole
-// output lines of one utterance; each thread builds its chunk's column matrix
-// (a few hundred KB, cache resident) and multiplies it by Wr^T:
+// output lines of one utterance, about 256K column-matrix elements (~10 lines
+// for Cin = 144, whole images for Cin = 1); each thread builds its chunk's
+// column matrix and multiplies it by Wr^T:
 //   out_chunk [rows, Cout] = col [rows, 9 Cin] Wr^T
 // Backward, per chunk: dWr += dout_chunk^T col, dcol = dout_chunk Wr, and dcol
 // is scattered back (col2im). Neighbouring chunks share one input row, so

@@ -68,7 +68,7 @@ TEST_P(Conv2dForward, MatchesNaiveConvolutionOnOneAndTwoThreads) {
 INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward,
                          ::testing::Values(ConvCase{2, 3, 9, 7, 4}, ConvCase{1, 1, 3, 3, 2},
                                            ConvCase{3, 1, 40, 20, 8},    // one input channel
-                                           ConvCase{2, 16, 61, 24, 12},  // several chunks
+                                           ConvCase{2, 32, 201, 41, 8},  // three chunks per image
                                            ConvCase{1, 5, 10, 8, 3}));   // even sizes
 
 TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
@@ -100,7 +100,7 @@ TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
 // The adjoint identity <dout, conv(x)> = <conv^T(dout), x> + <dout, bias> on a
 // shape with several chunks per image, on two threads, against the naive forward.
 TEST(Conv2d, BackwardIsTheAdjointOnLargeShapes) {
-  const ConvCase c{2, 16, 61, 24, 12};
+  const ConvCase c{2, 32, 201, 41, 8};  // three chunks per image: both phases run
   std::mt19937_64 rng(23);
   const auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
