@@ -1,19 +1,72 @@
-// The mpiasr program: parses the subcommand and runs it; errors become a
-// message on stderr and the exit code of their kind.
+// The mpiasr program: parses the subcommand and runs it on the MPI world.
+// Errors become one message on stderr (prefixed with the rank when there are
+// several) and the exit code of their kind (src/error.h); with several ranks
+// the failing rank aborts the job, so no rank waits on it.
+#include <mpi.h>
+
 #include <CLI/CLI.hpp>
-
 #include <iostream>
+#include <vector>
 
+#include "mpi/context.h"
+#include "mpi/runtime.h"
+#include "src/commands.h"
 #include "src/error.h"
 
+namespace {
+
+int world_size() {
+  int size = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  return size;
+}
+
+int world_rank() {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  return rank;
+}
+
+int report(const std::string& command, const char* what, int code) {
+  std::cerr << "mpiasr " << command << ": ";
+  if (world_size() > 1) std::cerr << "rank " << world_rank() << ": ";
+  std::cerr << "error: " << what << std::endl;
+  if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, code);
+  return code;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  using mpiasr::ExitCode;
   CLI::App app{"mpiasr: Conformer-CTC speech recognition trained data-parallel over MPI"};
-  app.require_subcommand(0, 1);
+  app.require_subcommand(1);
+  app.footer(
+      "Run `mpiasr COMMAND --help` for a command's options. Exit codes: 0 success, 1 internal "
+      "error, 2 bad command line or config, 3 bad input data, 4 checkpoint problem, 5 "
+      "distributed failure, 6 training diverged.");
+  const std::vector<mpiasr::Command> commands = {
+      mpiasr::add_prepare_command(app), mpiasr::add_train_command(app),
+      mpiasr::add_eval_command(app), mpiasr::add_transcribe_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int code = app.exit(e);
+    return code == 0 ? 0 : int(ExitCode::kUsage);
   }
-  std::cout << app.help();
-  return 0;
+
+  mpiasr::mpi::Runtime runtime(&argc, &argv);
+  for (const mpiasr::Command& command : commands) {
+    if (!command.app->parsed()) continue;
+    const std::string name = command.app->get_name();
+    try {
+      mpiasr::mpi::Context ctx = mpiasr::mpi::Context::world();
+      return command.run(ctx);
+    } catch (const mpiasr::Error& e) {
+      return report(name, e.what(), int(e.code()));
+    } catch (const std::exception& e) {
+      return report(name, e.what(), int(ExitCode::kFailure));
+    }
+  }
+  return int(ExitCode::kUsage);
 }

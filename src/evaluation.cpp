@@ -1,0 +1,77 @@
+// Evaluation batches, planning bounds and the sum over ranks; see evaluation.h.
+#include "src/evaluation.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "io/audio.h"
+#include "mpi/collectives.h"
+
+namespace mpiasr {
+
+std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& durations,
+                                                    const BatchingConfig& batching, int rank,
+                                                    int world_size) {
+  std::vector<size_t> order(durations.size());
+  std::iota(order.begin(), order.end(), size_t(0));
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return durations[a] > durations[b]; });
+  const bool dynamic = batching.mode == BatchMode::kDynamic;
+  const size_t cap = size_t(dynamic ? batching.max_batch_utterances : batching.batch_size);
+  std::vector<std::vector<size_t>> batches;
+  double longest = 0;  // of the open batch (the first utterance: the order is descending)
+  for (size_t k = size_t(rank); k < order.size(); k += size_t(world_size)) {
+    const size_t i = order[k];
+    const bool fits =
+        !batches.empty() && batches.back().size() < cap &&
+        (!dynamic || double(batches.back().size() + 1) * longest <= batching.max_batch_seconds);
+    if (!fits) {
+      batches.emplace_back();
+      longest = durations[i];
+    }
+    batches.back().push_back(i);
+  }
+  return batches;
+}
+
+int max_batch_utterances(const std::vector<double>& durations, const BatchingConfig& batching) {
+  const int n = int(durations.size());
+  if (batching.mode == BatchMode::kFixed) return std::min(batching.batch_size, n);
+  std::vector<double> sorted = durations;
+  std::sort(sorted.begin(), sorted.end());
+  int best = 1;
+  for (int k = 1; k <= std::min(n, batching.max_batch_utterances); ++k) {
+    if (k * sorted[size_t(k - 1)] <= batching.max_batch_seconds) best = k;
+  }
+  return best;
+}
+
+int max_feature_frames(const std::vector<double>& durations, const Fbank& fbank) {
+  const double longest = *std::max_element(durations.begin(), durations.end());
+  const double seconds = longest + kSegmentEndTolerance;
+  return fbank.num_frames(size_t(seconds * fbank.options().sample_rate) + 1);
+}
+
+void allreduce_totals(const mpi::Context& ctx, EvaluationTotals& totals) {
+  double sums[] = {totals.loss,
+                   totals.tokens,
+                   totals.infeasible,
+                   totals.utterances,
+                   totals.audio_seconds,
+                   double(totals.errors.char_errors),
+                   double(totals.errors.chars),
+                   double(totals.errors.word_errors),
+                   double(totals.errors.words)};
+  mpi::allreduce_sum_inplace(ctx, sums, int(std::size(sums)), "evaluation totals");
+  totals.loss = sums[0];
+  totals.tokens = sums[1];
+  totals.infeasible = sums[2];
+  totals.utterances = sums[3];
+  totals.audio_seconds = sums[4];
+  totals.errors.char_errors = int64_t(sums[5]);
+  totals.errors.chars = int64_t(sums[6]);
+  totals.errors.word_errors = int64_t(sums[7]);
+  totals.errors.words = int64_t(sums[8]);
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,120 @@
+// Evaluation of a model on a manifest: validation during training, `mpiasr
+// eval` and `mpiasr transcribe` all run this.
+//
+// Batches: the utterances sorted by duration (longest first, ties by index),
+// rank r of W taking utterances r, r + W, ... of that order, each rank's share
+// cut greedily into batches under the training budget (dynamic: B x longest
+// <= batching.max_batch_seconds and B <= batching.max_batch_utterances;
+// fixed: B <= batching.batch_size). Sorting keeps padding small; nothing is
+// repeated or dropped, so sums over ranks count every utterance once.
+//
+// Per batch: log-probs from Conformer::infer, greedy CTC decoding, the CTC
+// loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
+// short for their transcript are left out of the loss and counted as
+// infeasible), and CER/WER against the manifest transcript.
+//
+// Totals are plain sums, so ranks add them (allreduce_totals) and divide once.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "io/fbank.h"
+#include "io/loader.h"
+#include "io/manifest.h"
+#include "io/tokenizer.h"
+#include "kernels/cpu/ctc_loss.h"
+#include "model/conformer.h"
+#include "model/ctc_decode.h"
+#include "model/error_rate.h"
+#include "mpi/context.h"
+#include "src/config.h"
+
+namespace mpiasr {
+
+std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& durations,
+                                                    const BatchingConfig& batching, int rank,
+                                                    int world_size);
+
+// The largest number of utterances a sampler batch can hold for these
+// durations: fixed, batch_size; dynamic, the largest k with k times the k-th
+// shortest duration within max_batch_seconds, at most max_batch_utterances.
+int max_batch_utterances(const std::vector<double>& durations, const BatchingConfig& batching);
+
+// The most feature frames any utterance of `durations` can give, with a margin
+// for resampling and rounding.
+int max_feature_frames(const std::vector<double>& durations, const Fbank& fbank);
+
+struct EvaluationTotals {
+  double loss = 0;    // sum of utterance CTC losses (feasible utterances)
+  double tokens = 0;  // target tokens of those utterances
+  double infeasible = 0;
+  double utterances = 0;
+  double audio_seconds = 0;
+  ErrorCounts errors;
+
+  double loss_per_token() const { return tokens > 0 ? loss / tokens : 0.0; }
+};
+
+// Sums the totals over every rank. Collective.
+void allreduce_totals(const mpi::Context& ctx, EvaluationTotals& totals);
+
+struct Hypothesis {
+  size_t utterance = 0;  // index into the manifest
+  std::string text;
+  ErrorCounts errors;  // of this utterance alone
+};
+
+// Called after each batch with the utterances done so far on this rank.
+using EvaluationProgress = std::function<void(size_t utterances_done)>;
+
+// Decodes `batches` of `manifest` with `model`; loader must be built over the
+// same manifest and tokenizer. Appends each utterance's hypothesis to
+// `hypotheses` when not null.
+template <typename Act, typename Acc>
+EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
+                          std::vector<std::vector<size_t>> batches, const Manifest& manifest,
+                          const Tokenizer& tokenizer, std::vector<Hypothesis>* hypotheses,
+                          const EvaluationProgress& progress = {}) {
+  EvaluationTotals totals;
+  loader.start_epoch(0, std::move(batches));
+  Batch batch;
+  std::vector<float> logprobs;
+  std::vector<int32_t> lengths;
+  std::vector<double> losses;
+  const int V = model.config().vocab_size;
+  while (loader.next(batch)) {
+    const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
+    model.infer(batch, logprobs, lengths);
+    losses.resize(size_t(B));
+    cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
+                        batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);
+    const std::vector<std::vector<int32_t>> decoded =
+        ctc_greedy_decode(logprobs.data(), lengths.data(), B, T2, V);
+    for (int b = 0; b < B; ++b) {
+      const size_t utterance = batch.utterance_indices[size_t(b)];
+      if (std::isfinite(losses[size_t(b)])) {
+        totals.loss += losses[size_t(b)];
+        totals.tokens += batch.target_lengths[size_t(b)];
+      } else {
+        totals.infeasible += 1;
+      }
+      Hypothesis hypothesis;
+      hypothesis.utterance = utterance;
+      hypothesis.text =
+          tokenizer.decode(std::vector<int>(decoded[size_t(b)].begin(), decoded[size_t(b)].end()));
+      hypothesis.errors.add(manifest.utterances[utterance].transcript, hypothesis.text);
+      totals.errors.merge(hypothesis.errors);
+      if (hypotheses) hypotheses->push_back(std::move(hypothesis));
+    }
+    totals.utterances += B;
+    totals.audio_seconds += batch.audio_seconds;
+    if (progress) progress(size_t(totals.utterances));
+  }
+  return totals;
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,37 @@
+// The feature pipeline of a run, from the config: log-mel filterbank options,
+// the normalization (global CMVN statistics, per-utterance CMVN or none) and
+// the loader options (SpecAugment, worker threads, seed).
+//
+// Training features add the configured dither and SpecAugment; evaluation
+// features (validation, eval, transcribe) use neither, so a hypothesis
+// depends only on the audio and the weights.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "io/cmvn.h"
+#include "io/fbank.h"
+#include "io/loader.h"
+#include "src/config.h"
+
+namespace mpiasr {
+
+enum class FeatureUse { kTraining, kEvaluation };
+
+FbankOptions fbank_options(const FeaturesConfig& features, FeatureUse use);
+
+struct FeaturePipeline {
+  // cmvn_path: the global statistics to load when features.cmvn is global
+  // (the config's features.cmvn_path, or the copy in a checkpoint).
+  FeaturePipeline(const Config& config, FeatureUse use, const std::string& cmvn_path);
+
+  // Null unless features.cmvn is global.
+  const Cmvn* global_cmvn() const { return cmvn ? &*cmvn : nullptr; }
+
+  Fbank fbank;
+  std::optional<Cmvn> cmvn;
+  LoaderOptions loader;
+};
+
+}  // namespace mpiasr

@@ -1,0 +1,32 @@
+// The metrics file: one JSON object per line, written by world rank 0 and
+// flushed line by line, so a crash loses nothing already logged.
+//
+//   {"kind":"train","step":120,"epoch":1.37,"loss":0.84,"lr":0.0012,"grad_norm":2.3,
+//    "utt_per_s":41.2,"audio_s_per_s":160.5}
+//   {"kind":"valid","step":500,"loss":0.61,"cer":0.082,"wer":0.231}
+//
+// A run that starts at step S (0 for a fresh run, the checkpoint's step on
+// resume) first drops the lines of steps after S: those steps are about to be
+// trained again, and their lines come back from the resumed run.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace mpiasr {
+
+class MetricsLog {
+ public:
+  // enabled = false (ranks other than 0): writes nothing and touches no file.
+  MetricsLog(const std::string& path, bool enabled, int64_t start_step);
+
+  void write(const nlohmann::json& record);
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace mpiasr

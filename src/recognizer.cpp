@@ -1,0 +1,118 @@
+// Recognition with a trained checkpoint; see recognizer.h.
+#include "src/recognizer.h"
+
+#include <algorithm>
+#include <iomanip>
+#include <sstream>
+
+#include "io/checkpoint.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/conformer.h"
+#include "mpi/broadcast.h"
+#include "src/dataset.h"
+#include "src/error.h"
+#include "src/feature_pipeline.h"
+#include "src/model_config.h"
+#include "src/progress.h"
+
+namespace mpiasr {
+
+namespace {
+
+// One line per hypothesis: index, the four error counts, the text.
+std::string serialize(const std::vector<Hypothesis>& hypotheses) {
+  std::ostringstream out;
+  for (const Hypothesis& h : hypotheses) {
+    out << h.utterance << '\t' << h.errors.char_errors << '\t' << h.errors.chars << '\t'
+        << h.errors.word_errors << '\t' << h.errors.words << '\t' << h.text << '\n';
+  }
+  return out.str();
+}
+
+void deserialize(const std::string& bytes, std::vector<Hypothesis>& out) {
+  std::istringstream in(bytes);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    Hypothesis h;
+    fields >> h.utterance >> h.errors.char_errors >> h.errors.chars >> h.errors.word_errors >>
+        h.errors.words;
+    fields.get();  // the tab before the text
+    std::getline(fields, h.text);
+    out.push_back(std::move(h));
+  }
+}
+
+// Every rank's hypotheses on world rank 0, sorted by utterance.
+std::vector<Hypothesis> gather_hypotheses(const mpi::Context& ctx, std::vector<Hypothesis> local) {
+  std::vector<Hypothesis> all;
+  const std::string mine = serialize(local);
+  for (int rank = 0; rank < ctx.world_size(); ++rank) {
+    const std::string bytes =
+        ctx.world_size() == 1
+            ? mine
+            : mpi::broadcast_bytes(ctx, rank == ctx.world_rank() ? mine : "", rank);
+    if (ctx.is_main()) deserialize(bytes, all);
+  }
+  std::sort(all.begin(), all.end(),
+            [](const Hypothesis& a, const Hypothesis& b) { return a.utterance < b.utterance; });
+  return all;
+}
+
+}  // namespace
+
+CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log) {
+  CheckpointModel checkpoint;
+  checkpoint.location =
+      locate_checkpoint(path, [&](const std::string& message) { log << message << "\n"; });
+  const CheckpointLocation& where = checkpoint.location;
+  CheckpointFiles files = read_checkpoint(where.root, where.step);
+  const TrainingState state = TrainingState::from_json(files.state, where.dir + "/state.json");
+  checkpoint.config = load_config(where.dir + "/" + kConfigFile);
+  checkpoint.tokenizer = load_tokenizer(where.dir + "/" + state.tokenizer_file);
+  if (!state.cmvn_file.empty()) checkpoint.cmvn_path = where.dir + "/" + state.cmvn_file;
+  checkpoint.model_config = conformer_config(checkpoint.config, checkpoint.tokenizer->vocab_size());
+  checkpoint.weights =
+      tensors_from_safetensors(files.files[kModelFile], where.dir + "/" + kModelFile);
+  log << "checkpoint: " << where.dir << " (step " << state.step << ")\n";
+  return checkpoint;
+}
+
+Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifest,
+                      const mpi::Context& ctx, int threads, std::ostream& log) {
+  const Config& config = checkpoint.config;
+  FeaturePipeline features(config, FeatureUse::kEvaluation, checkpoint.cmvn_path);
+  const std::vector<double> durations = utterance_durations(manifest);
+  std::vector<std::vector<size_t>> batches =
+      evaluation_batches(durations, config.batching, ctx.world_rank(), ctx.world_size());
+  int max_batch = 1;
+  for (const auto& batch : batches) max_batch = std::max(max_batch, int(batch.size()));
+
+  CpuBackend<float> backend(threads);
+  Conformer<float, float> model(backend, checkpoint.model_config, max_batch,
+                                max_feature_frames(durations, features.fbank), 0);
+  model.params().import_masters(checkpoint.weights, checkpoint.location.dir + "/" + kModelFile);
+  Loader loader(manifest, *checkpoint.tokenizer, features.fbank, features.global_cmvn(),
+                features.loader);
+
+  ProgressThrottle throttle(10.0);
+  const size_t total = manifest.utterances.size();
+  auto progress = [&](size_t done) {
+    if (!ctx.is_main() || !throttle.ready()) return;
+    // Every rank has about the same share, so rank 0's share stands for all.
+    const double fraction = std::min(1.0, double(done * size_t(ctx.world_size())) / double(total));
+    log << "decoding: " << std::fixed << std::setprecision(0) << 100 * fraction << "% of " << total
+        << " utterances, elapsed " << format_duration(throttle.elapsed()) << ", ETA "
+        << format_duration(throttle.elapsed() * (1 - fraction) / fraction) << std::defaultfloat
+        << std::endl;
+  };
+  std::vector<Hypothesis> local;
+  Recognition recognition;
+  recognition.totals = evaluate(model, loader, std::move(batches), manifest, *checkpoint.tokenizer,
+                                &local, progress);
+  allreduce_totals(ctx, recognition.totals);
+  recognition.hypotheses = gather_hypotheses(ctx, std::move(local));
+  recognition.seconds = throttle.elapsed();
+  return recognition;
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,35 @@
+// Stopping a run cleanly on SIGINT/SIGTERM; see stop_signal.h.
+#include "src/stop_signal.h"
+
+namespace mpiasr {
+
+namespace {
+
+volatile std::sig_atomic_t g_received = 0;
+
+void on_signal(int signal) {
+  g_received = signal;
+}
+
+}  // namespace
+
+StopSignals::StopSignals() {
+  g_received = 0;
+  struct sigaction action {};
+  action.sa_handler = on_signal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESETHAND;
+  sigaction(SIGINT, &action, &previous_int_);
+  sigaction(SIGTERM, &action, &previous_term_);
+}
+
+StopSignals::~StopSignals() {
+  sigaction(SIGINT, &previous_int_, nullptr);
+  sigaction(SIGTERM, &previous_term_, nullptr);
+}
+
+int StopSignals::received() {
+  return g_received;
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,47 @@
+// Training: `mpiasr train`. Every rank calls train(); world rank 0 prints and
+// writes the metrics, the writer ranks of checkpoint.fs_mode write checkpoints.
+//
+// One step (DESIGN.md "How data flows in one training step"):
+//   take training.accumulation micro-batches from the loader (this rank's
+//   batches of the epoch, from the sampler)  ->  all-reduce their target-token
+//   count (invariant 4: the loss divisor of every rank)  ->  forward + backward
+//   of each micro-batch, gradients accumulating; during the last backward the
+//   GradientReducer sums them over ranks bucket by bucket  ->  global gradient
+//   norm (the same on every rank)  ->  loss scaler decision  ->  clip  ->
+//   AdamW with the schedule's LR for this step.
+// Validation (loss, CER, WER summed over ranks) every validation.every_steps,
+// at the end of each epoch and of training; the best validation CER is kept
+// as the checkpoint root's `best`. Checkpoints every checkpoint.every_steps,
+// at every improved validation, at the end, and when a stop is requested.
+//
+// Randomness: the sampler's shuffles from (seed, epoch); dither and SpecAugment
+// from (seed, epoch, utterance) in the loader; dropout from (seed, step, rank,
+// micro-batch). Nothing else draws, so resuming from a checkpoint repeats the
+// uninterrupted run bit for bit (same world size and thread count).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+
+#include "mpi/context.h"
+#include "src/config.h"
+
+namespace mpiasr {
+
+struct TrainOptions {
+  // Stop with a checkpoint after this step, as a preemption would; a rerun
+  // resumes. 0: train to the end.
+  int64_t stop_at_step = 0;
+};
+
+struct TrainResult {
+  int64_t step = 0;       // the last step trained
+  bool finished = false;  // reached the end of the schedule
+  int stop_signal = 0;    // SIGINT/SIGTERM that stopped it early, 0 when none
+};
+
+// Trains as `config` says (collective). Progress goes to `log` on world rank 0.
+TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& options,
+                  std::ostream& log);
+
+}  // namespace mpiasr

@@ -1,0 +1,591 @@
+// The training loop of src/trainer.h, for a model type <Act, Acc> on its
+// backend. Included by the translation unit that instantiates it for the
+// backends it builds (src/trainer.cpp: the CPU, <float, float>).
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iomanip>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "io/checksum.h"
+#include "io/loader.h"
+#include "io/sampler.h"
+#include "io/tokenizer.h"
+#include "model/conformer.h"
+#include "model/loss_scaler.h"
+#include "model/lr_schedule.h"
+#include "model/optimizer.h"
+#include "mpi/agreement.h"
+#include "mpi/checkpoint_writers.h"
+#include "mpi/collectives.h"
+#include "mpi/gradient_reducer.h"
+#include "mpi/run_on.h"
+#include "src/data_prep.h"
+#include "src/dataset.h"
+#include "src/error.h"
+#include "src/evaluation.h"
+#include "src/feature_pipeline.h"
+#include "src/metrics_log.h"
+#include "src/model_config.h"
+#include "src/progress.h"
+#include "src/stop_signal.h"
+#include "src/trainer.h"
+#include "src/training_checkpoint.h"
+
+namespace mpiasr {
+
+namespace trainer_detail {
+
+inline uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+// The dropout seed of one micro-batch: splitmix64 chained over (seed, step, rank, micro-batch).
+inline uint64_t dropout_seed(uint64_t seed, int64_t step, int rank, int micro_batch) {
+  constexpr uint64_t kDropoutStream = 0x64726f706f7574ull;  // "dropout"
+  return mix(mix(mix(mix(seed ^ kDropoutStream) ^ uint64_t(step)) ^ uint64_t(rank)) ^
+             uint64_t(micro_batch));
+}
+
+// "section.key: a -> b" for every key whose line differs between two
+// canonical config dumps (dump_config: "section:" lines, then "  key: value").
+inline std::vector<std::string> config_differences(const std::string& before,
+                                                   const std::string& after) {
+  auto keyed = [](const std::string& yaml) {
+    std::vector<std::pair<std::string, std::string>> lines;
+    std::istringstream in(yaml);
+    std::string section;
+    for (std::string line; std::getline(in, line);) {
+      if (line.empty()) continue;
+      if (line[0] != ' ') {
+        section = line.substr(0, line.find(':'));
+        continue;
+      }
+      const size_t colon = line.find(':');
+      const size_t start = line.find_first_not_of(' ');
+      const std::string value = colon + 1 < line.size() ? line.substr(colon + 2) : "";
+      lines.push_back({section + "." + line.substr(start, colon - start), value});
+    }
+    return lines;
+  };
+  std::vector<std::string> differences;
+  const auto old_lines = keyed(before), new_lines = keyed(after);
+  for (const auto& [key, value] : new_lines) {
+    auto it = std::find_if(old_lines.begin(), old_lines.end(),
+                           [&](const auto& line) { return line.first == key; });
+    const std::string old_value = it == old_lines.end() ? "(absent)" : it->second;
+    if (old_value != value) differences.push_back(key + ": " + old_value + " -> " + value);
+  }
+  return differences;
+}
+
+inline std::string percent(double ratio) {
+  std::ostringstream out;
+  out << std::fixed << std::setprecision(2) << 100 * ratio << "%";
+  return out.str();
+}
+
+}  // namespace trainer_detail
+
+template <typename Act, typename Acc>
+class Trainer {
+ public:
+  Trainer(const Config& config, mpi::Context& ctx, Backend<Act, Acc>& backend, int threads,
+          std::ostream& log)
+      : config_(config), ctx_(ctx), backend_(backend), threads_(threads), log_(log) {}
+
+  TrainResult run(const TrainOptions& options);
+
+ private:
+  using Clock = std::chrono::steady_clock;
+
+  void load_data();
+  void build_model();
+  void resume();
+  // One optimizer step; returns whether any rank was asked to stop.
+  bool train_step();
+  void log_progress();
+  // Returns whether the validation CER improved on the best so far.
+  bool validate();
+  void save_checkpoint();
+  int64_t steps_in_epoch(int epoch) const {
+    const int64_t batches = int64_t(sampler_->batches_per_epoch(epoch));
+    return (batches + config_.training.accumulation - 1) / config_.training.accumulation;
+  }
+  double epoch_progress() const {
+    return state_.epoch + double(state_.batch_in_epoch) / double(state_.batches_in_epoch);
+  }
+
+  const Config& config_;
+  mpi::Context& ctx_;
+  Backend<Act, Acc>& backend_;
+  const int threads_;
+  std::ostream& log_;
+  bool is_writer_ = false;
+
+  std::unique_ptr<Tokenizer> tokenizer_;
+  Manifest train_, valid_;
+  std::unique_ptr<FeaturePipeline> train_features_, eval_features_;
+  std::unique_ptr<Sampler> sampler_;
+  std::unique_ptr<Loader> train_loader_, valid_loader_;
+  std::vector<std::vector<size_t>> valid_batches_;
+  std::string train_hash_, valid_hash_;
+
+  std::unique_ptr<Conformer<Act, Acc>> model_;
+  std::unique_ptr<Optimizer<Act, Acc>> optimizer_;
+  std::unique_ptr<LossScaler> scaler_;
+  std::unique_ptr<LrSchedule> schedule_;
+  std::unique_ptr<mpi::GradientReducer> reducer_;
+  std::unique_ptr<MetricsLog> metrics_;
+  std::vector<Batch> micro_batches_;
+
+  TrainingState state_;
+  int loader_epoch_ = -1;  // the epoch the train loader was started on
+  int64_t start_step_ = 0;
+  Clock::time_point start_time_;
+
+  // Sums since the last progress line (this rank's; all-reduced when printed).
+  struct Interval {
+    double loss = 0, tokens = 0, utterances = 0, audio_seconds = 0;
+    double grad_norm = 0;  // sum over steps (the norm is the same on every rank)
+    int64_t steps = 0;
+    double seconds = 0;  // inside train_step
+  } interval_;
+};
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::load_data() {
+  prepare_data(config_, ctx_, PrepareOptions{}, log_);
+  tokenizer_ = load_tokenizer(config_.tokenizer.model_path);
+
+  // Rank 0 reads the audio headers first, filling the manifests' duration
+  // caches, so the other ranks read the cache instead of every header.
+  std::ostringstream quiet;
+  mpi::run_on_main(ctx_, [&] {
+    load_dataset(config_, config_.data.train_manifest, "train", {}, &quiet);
+    if (!config_.data.valid_manifest.empty()) {
+      load_dataset(config_, config_.data.valid_manifest, "valid", {}, &quiet);
+    }
+  });
+  train_ = load_dataset(config_, config_.data.train_manifest, "train", {}, &log_);
+  train_hash_ = hash_hex(manifest_hash(train_));
+  mpi::check_agreement(ctx_, "train manifest", manifest_hash(train_));
+  if (!config_.data.valid_manifest.empty()) {
+    valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", {}, &log_);
+    valid_hash_ = hash_hex(manifest_hash(valid_));
+    mpi::check_agreement(ctx_, "valid manifest", manifest_hash(valid_));
+  }
+
+  train_features_ =
+      std::make_unique<FeaturePipeline>(config_, FeatureUse::kTraining, config_.features.cmvn_path);
+  eval_features_ = std::make_unique<FeaturePipeline>(config_, FeatureUse::kEvaluation,
+                                                     config_.features.cmvn_path);
+  train_loader_ = std::make_unique<Loader>(train_, *tokenizer_, train_features_->fbank,
+                                           train_features_->global_cmvn(), train_features_->loader);
+  if (tokenizer_->oov_count() > 0) log_ << "train: " << tokenizer_->oov_report() << "\n";
+
+  SamplerOptions sampler;
+  sampler.mode = std::string(to_string(config_.batching.mode));
+  sampler.max_batch_seconds = config_.batching.max_batch_seconds;
+  sampler.max_batch_utterances = config_.batching.max_batch_utterances;
+  sampler.batch_size = config_.batching.batch_size;
+  sampler.num_buckets = config_.batching.num_buckets;
+  sampler.drop_last = config_.batching.drop_last;
+  sampler.seed = config_.training.seed;
+  sampler_ = std::make_unique<Sampler>(utterance_durations(train_), sampler, ctx_.world_rank(),
+                                       ctx_.world_size());
+
+  if (!valid_.utterances.empty()) {
+    valid_loader_ = std::make_unique<Loader>(valid_, *tokenizer_, eval_features_->fbank,
+                                             eval_features_->global_cmvn(), eval_features_->loader);
+    valid_batches_ = evaluation_batches(utterance_durations(valid_), config_.batching,
+                                        ctx_.world_rank(), ctx_.world_size());
+  }
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::build_model() {
+  const ConformerConfig model_config = conformer_config(config_, tokenizer_->vocab_size());
+  std::vector<double> durations = utterance_durations(train_);
+  int max_batch = max_batch_utterances(durations, config_.batching);
+  for (const auto& batch : valid_batches_) max_batch = std::max(max_batch, int(batch.size()));
+  for (const Utterance& utterance : valid_.utterances) durations.push_back(utterance.duration);
+  const int max_frames = max_feature_frames(durations, train_features_->fbank);
+  model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, max_batch, max_frames,
+                                                 config_.training.seed);
+  log_ << "model: " << describe_model(config_, model_config) << "\n"
+       << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
+       << " M parameters; planned for batches of up "
+       << "to " << max_batch << " utterances x " << max_frames << " frames, "
+       << model_->arena_bytes() / double(1 << 20) << " MiB of activations\n"
+       << std::defaultfloat;
+
+  AdamWConfig adamw;
+  adamw.beta1 = float(config_.optimizer.beta1);
+  adamw.beta2 = float(config_.optimizer.beta2);
+  adamw.eps = float(config_.optimizer.eps);
+  adamw.weight_decay = float(config_.optimizer.weight_decay);
+  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(model_->params(), adamw);
+
+  LossScalerConfig scaler;
+  scaler.enabled = config_.precision.mode == Precision::kFp16Mixed;
+  scaler.init_scale = float(config_.precision.init_scale);
+  scaler.growth_interval = config_.precision.growth_interval;
+  scaler_ = std::make_unique<LossScaler>(scaler);
+
+  // The schedule's length: every epoch's steps, capped by max_steps.
+  int64_t total_steps = 0;
+  for (int epoch = 0; epoch < config_.training.epochs; ++epoch) {
+    total_steps += steps_in_epoch(epoch);
+  }
+  if (config_.training.max_steps > 0)
+    total_steps = std::min(total_steps, config_.training.max_steps);
+  state_.total_steps = total_steps;
+
+  LrScheduleConfig schedule;
+  const ScheduleConfig& s = config_.schedule;
+  schedule.warmup_steps = int(s.warmup_steps);
+  schedule.total_steps = int(std::max<int64_t>(total_steps, s.warmup_steps + 1));
+  schedule.d_model = model_config.d_model;
+  schedule.global_batch = ctx_.world_size() * config_.training.accumulation;
+  schedule.reference_batch = s.reference_batch;
+  schedule.scaling = s.lr_scaling;
+  switch (s.type) {
+    case ScheduleType::kNoam:
+      schedule.kind = LrScheduleKind::kNoam;
+      schedule.lr = s.noam_factor;
+      break;
+    case ScheduleType::kCosine:
+      schedule.kind = LrScheduleKind::kWarmupCosine;
+      schedule.lr = config_.optimizer.lr;
+      schedule.min_lr = s.min_lr;
+      break;
+    case ScheduleType::kConstant:  // warmup, then a cosine from lr to lr
+      schedule.kind = LrScheduleKind::kWarmupCosine;
+      schedule.lr = schedule.min_lr = config_.optimizer.lr;
+      break;
+  }
+  schedule_ = std::make_unique<LrSchedule>(schedule);
+  log_ << "schedule: " << to_string(s.type) << ", warmup " << s.warmup_steps << " steps, "
+       << total_steps << " steps in all; global batch = " << ctx_.world_size() << " ranks x "
+       << config_.training.accumulation << " micro-batches, LR x " << schedule_->batch_scale()
+       << " (" << to_string(s.lr_scaling) << " scaling)\n";
+
+  if (ctx_.world_size() > 1) {
+    mpi::ReducerOptions reducer;
+    reducer.bucket_bytes = size_t(config_.distributed.bucket_mb * (1 << 20));
+    reducer.first_bucket_bytes = size_t(config_.distributed.first_bucket_mb * (1 << 20));
+    reducer.hierarchical = config_.distributed.hierarchical;
+    reducer.range_alignment = kParameterAlignment;
+    reducer_ = std::make_unique<mpi::GradientReducer>(ctx_, model_->params().grad(),
+                                                      model_->params().size(), reducer);
+  }
+  micro_batches_.resize(size_t(config_.training.accumulation));
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::resume() {
+  const std::string& root = config_.checkpoint.dir;
+  const std::string fs_mode(to_string(config_.checkpoint.fs_mode));
+  std::optional<int64_t> step;
+  if (config_.checkpoint.resume == ResumeMode::kAuto) {
+    std::vector<int64_t> intact;
+    if (is_writer_) {
+      intact = list_intact_steps(root, [&](const std::string& message) {
+        (ctx_.is_main() ? log_ : std::cerr)
+            << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
+      });
+    }
+    step = mpi::agree_resume_step(ctx_, fs_mode, intact);
+  }
+  if (!step) {
+    log_ << "starting from scratch (no checkpoint in " << root << ")\n";
+    state_.epoch = 0;
+    state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(0));
+    return;
+  }
+  const std::string dir = checkpoint_dir(root, *step);
+  CheckpointFiles files = read_checkpoint(root, *step);
+  const int64_t total_steps = state_.total_steps;
+  state_ = TrainingState::from_json(files.state, dir + "/state.json");
+  state_.total_steps = total_steps;
+  model_->params().import_masters(
+      tensors_from_safetensors(files.files[kModelFile], dir + "/" + kModelFile),
+      dir + "/" + kModelFile);
+  optimizer_->import_state(
+      tensors_from_safetensors(files.files[kOptimizerFile], dir + "/" + kOptimizerFile),
+      dir + "/" + kOptimizerFile);
+  optimizer_->set_step_count(int(state_.optimizer_step));
+  scaler_->load_state(state_.scaler);
+
+  for (const std::string& change :
+       trainer_detail::config_differences(files.files[kConfigFile], dump_config(config_))) {
+    log_ << "note: config differs from the checkpoint's: " << change << "\n";
+  }
+  if (state_.train_manifest_hash != train_hash_) {
+    log_ << "note: the train manifest differs from the checkpoint's; epochs resume by position\n";
+  }
+  if (state_.world_size != ctx_.world_size()) {
+    // Position by the share of the epoch done, since the batches per rank change.
+    const double done = double(state_.batch_in_epoch) / double(state_.batches_in_epoch);
+    log_ << "note: the checkpoint was written by " << state_.world_size << " ranks, this run has "
+         << ctx_.world_size() << "; the epoch resumes at the same fraction, not bit-exactly\n";
+    state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
+    state_.batch_in_epoch = std::llround(done * double(state_.batches_in_epoch));
+  } else if (state_.threads != threads_) {
+    log_ << "note: the checkpoint was trained with " << state_.threads << " threads per rank, "
+         << "this run uses " << threads_ << "; sums may round differently\n";
+  }
+  state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
+  state_.batch_in_epoch = std::min(state_.batch_in_epoch, state_.batches_in_epoch);
+  log_ << "resumed from " << dir << ": step " << state_.step << ", epoch " << std::fixed
+       << std::setprecision(2) << epoch_progress() << std::defaultfloat << "\n";
+}
+
+template <typename Act, typename Acc>
+TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
+  ctx_.set_timeout(config_.distributed.timeout_s);
+  is_writer_ = mpi::is_checkpoint_writer(ctx_, std::string(to_string(config_.checkpoint.fs_mode)));
+  load_data();
+  build_model();
+  resume();
+
+  state_.seed = config_.training.seed;
+  state_.world_size = ctx_.world_size();
+  state_.accumulation = config_.training.accumulation;
+  state_.threads = threads_;
+  state_.config_hash = hash_hex(config_hash(config_));
+  state_.train_manifest_hash = train_hash_;
+  state_.valid_manifest_hash = valid_hash_;
+  state_.tokenizer_file = tokenizer_file_name(config_.tokenizer);
+  state_.cmvn_file = config_.features.cmvn == CmvnMode::kGlobal ? kCmvnFile : "";
+
+  metrics_ = std::make_unique<MetricsLog>(config_.output.metrics_file, ctx_.is_main(), state_.step);
+  TrainResult result;
+  start_step_ = state_.step;
+  start_time_ = Clock::now();
+  while (state_.step < state_.total_steps) {
+    const int epoch_before = state_.epoch;
+    const bool stop = train_step();
+    const bool last = state_.step == state_.total_steps;
+    const int64_t step = state_.step;
+    const TrainingConfig& t = config_.training;
+    if (step % t.log_every == 0 || last || stop) log_progress();
+    const int64_t valid_every = config_.validation.every_steps;
+    const bool epoch_ended = state_.epoch != epoch_before;
+    bool improved = false;
+    if (valid_loader_ && ((valid_every > 0 && step % valid_every == 0) || epoch_ended || last)) {
+      improved = validate();
+    }
+    const int64_t checkpoint_every = config_.checkpoint.every_steps;
+    const bool stopping = stop || step == options.stop_at_step;
+    if ((checkpoint_every > 0 && step % checkpoint_every == 0) || improved || last || stopping) {
+      save_checkpoint();
+    }
+    if (stopping) {
+      result.stop_signal = stop ? StopSignals::received() : 0;
+      log_ << "stopped after step " << step << "; run the same command again to resume\n";
+      break;
+    }
+  }
+  result.step = state_.step;
+  result.finished = state_.step >= state_.total_steps;
+  if (result.finished) {
+    log_ << "training done: " << state_.step << " steps in "
+         << format_duration(std::chrono::duration<double>(Clock::now() - start_time_).count());
+    if (state_.best_step > 0) {
+      log_ << "; best validation CER " << trainer_detail::percent(state_.best_cer) << " at step "
+           << state_.best_step << " (" << checkpoint_dir(config_.checkpoint.dir, state_.best_step)
+           << ")";
+    }
+    log_ << "\n";
+  }
+  return result;
+}
+
+template <typename Act, typename Acc>
+bool Trainer<Act, Acc>::train_step() {
+  const Clock::time_point begin = Clock::now();
+  if (loader_epoch_ != state_.epoch) {
+    train_loader_->start_epoch(state_.epoch, sampler_->epoch_batches(state_.epoch),
+                               size_t(state_.batch_in_epoch));
+    loader_epoch_ = state_.epoch;
+  }
+  ctx_.set_step(state_.step + 1);
+  const int micro = int(std::min<int64_t>(config_.training.accumulation,
+                                          state_.batches_in_epoch - state_.batch_in_epoch));
+  double counts[2] = {0, StopSignals::received() ? 1.0 : 0.0};  // tokens, stop requests
+  for (int i = 0; i < micro; ++i) {
+    Batch& batch = micro_batches_[size_t(i)];
+    MPIASR_CHECK(train_loader_->next(batch), "the loader ended epoch "
+                                                 << state_.epoch << " at batch "
+                                                 << state_.batch_in_epoch + i);
+    for (int b = 0; b < batch.batch_size; ++b) counts[0] += batch.target_lengths[size_t(b)];
+  }
+  mpi::allreduce_sum_inplace(ctx_, counts, 2, "step token count");
+  const double loss_divisor = std::max(counts[0], 1.0);
+
+  optimizer_->zero_grad();
+  const float loss_scale = scaler_->scale();
+  for (int i = 0; i < micro; ++i) {
+    const Batch& batch = micro_batches_[size_t(i)];
+    const bool last = i == micro - 1;
+    std::function<void(size_t, size_t)> on_grads_ready;
+    if (last && reducer_) {
+      reducer_->begin_step();
+      on_grads_ready = [this](size_t offset, size_t count) {
+        reducer_->on_grads_ready(offset, count);
+      };
+    }
+    const std::vector<double> losses = model_->forward_backward(
+        batch, loss_divisor, loss_scale, config_.training.zero_infinity,
+        trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
+        on_grads_ready);
+    for (int b = 0; b < batch.batch_size; ++b) {
+      interval_.loss += losses[size_t(b)];
+      interval_.tokens += batch.target_lengths[size_t(b)];
+    }
+    interval_.utterances += batch.batch_size;
+    interval_.audio_seconds += batch.audio_seconds;
+  }
+  if (reducer_) reducer_->finish();
+
+  const double grad_norm = optimizer_->global_grad_norm(1.0f / loss_scale);
+  const bool finite = std::isfinite(grad_norm);
+  if (scaler_->update(!finite)) {
+    if (!finite) {
+      MPIASR_FAIL(ExitCode::kNonFinite,
+                  "step " << state_.step + 1 << ": the gradient norm is " << grad_norm
+                          << "; training diverged (lower optimizer.lr, raise "
+                             "schedule.warmup_steps or set optimizer.clip_norm)");
+    }
+    if (config_.optimizer.clip_norm > 0) optimizer_->clip(config_.optimizer.clip_norm, grad_norm);
+    state_.lr = schedule_->lr_at(int(state_.optimizer_step + 1));
+    optimizer_->step(float(state_.lr), 1.0f / loss_scale);
+    ++state_.optimizer_step;
+    interval_.grad_norm += grad_norm;
+  } else {
+    log_ << "step " << state_.step + 1 << ": non-finite gradient, step skipped, loss scale now "
+         << scaler_->scale() << "\n";
+  }
+  state_.scaler = scaler_->state();
+
+  ++state_.step;
+  ++interval_.steps;
+  state_.batch_in_epoch += micro;
+  if (state_.batch_in_epoch >= state_.batches_in_epoch) {
+    ++state_.epoch;
+    state_.batch_in_epoch = 0;
+    state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
+  }
+  interval_.seconds += std::chrono::duration<double>(Clock::now() - begin).count();
+  return counts[1] > 0;
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::log_progress() {
+  double sums[] = {interval_.loss, interval_.tokens, interval_.utterances, interval_.audio_seconds};
+  mpi::allreduce_sum_inplace(ctx_, sums, int(std::size(sums)), "progress totals");
+  // Step time is the slowest rank's, which is what the run waits for.
+  const double seconds =
+      double(mpi::allreduce_max(ctx_, int64_t(interval_.seconds * 1e6), "progress time")) / 1e6;
+  const double loss = sums[1] > 0 ? sums[0] / sums[1] : 0.0;
+  const double grad_norm = interval_.grad_norm / double(std::max<int64_t>(interval_.steps, 1));
+  const double utt_per_s = sums[2] / std::max(seconds, 1e-9);
+  const double audio_per_s = sums[3] / std::max(seconds, 1e-9);
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
+  const double eta =
+      elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);
+  if (ctx_.is_main()) {
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "step %lld/%lld  epoch %.2f  loss %.4f  lr %.3e  grad_norm %.3f  "
+                  "%.1f utt/s  %.1f audio-s/s  elapsed %s  ETA %s",
+                  static_cast<long long>(state_.step), static_cast<long long>(state_.total_steps),
+                  epoch_progress(), loss, state_.lr, grad_norm, utt_per_s, audio_per_s,
+                  format_duration(elapsed).c_str(), format_duration(eta).c_str());
+    log_ << line << std::endl;
+  }
+  metrics_->write({{"kind", "train"},
+                   {"step", state_.step},
+                   {"epoch", epoch_progress()},
+                   {"loss", loss},
+                   {"lr", state_.lr},
+                   {"grad_norm", grad_norm},
+                   {"utt_per_s", utt_per_s},
+                   {"audio_s_per_s", audio_per_s}});
+  interval_ = Interval{};
+}
+
+template <typename Act, typename Acc>
+bool Trainer<Act, Acc>::validate() {
+  const Clock::time_point begin = Clock::now();
+  EvaluationTotals totals =
+      evaluate(*model_, *valid_loader_, valid_batches_, valid_, *tokenizer_, nullptr);
+  allreduce_totals(ctx_, totals);
+  const double cer = totals.errors.cer(), wer = totals.errors.wer();
+  const bool improved = cer < state_.best_cer;
+  if (improved) {
+    state_.best_cer = cer;
+    state_.best_step = state_.step;
+  }
+  log_ << "valid step " << state_.step << ": loss " << std::fixed << std::setprecision(4)
+       << totals.loss_per_token() << "  CER " << trainer_detail::percent(cer) << "  WER "
+       << trainer_detail::percent(wer) << "  (" << int64_t(totals.utterances) << " utterances, "
+       << std::setprecision(1) << std::chrono::duration<double>(Clock::now() - begin).count()
+       << " s" << (improved ? ", best so far" : "") << ")" << std::defaultfloat << std::endl;
+  if (totals.infeasible > 0) {
+    log_ << "valid: " << int64_t(totals.infeasible)
+         << " utterances are too short for their transcript and left out of the loss\n";
+  }
+  metrics_->write({{"kind", "valid"},
+                   {"step", state_.step},
+                   {"loss", totals.loss_per_token()},
+                   {"cer", cer},
+                   {"wer", wer}});
+  return improved;
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::save_checkpoint() {
+  const Clock::time_point begin = Clock::now();
+  std::string dir, failure;
+  if (is_writer_) {
+    try {
+      const CheckpointFiles files = make_checkpoint_files(
+          model_->params().export_masters(), optimizer_->export_state(), state_,
+          dump_config(config_), config_.tokenizer.model_path, config_.features.cmvn_path);
+      const std::optional<int64_t> best =
+          state_.best_step > 0 ? std::optional<int64_t>(state_.best_step) : std::nullopt;
+      dir = write_checkpoint(config_.checkpoint.dir, state_.step, files,
+                             config_.checkpoint.keep_last, best);
+    } catch (const Error& error) {
+      failure = error.what();
+    }
+  }
+  const int failed_rank = mpi::first_failing_rank(ctx_, !failure.empty(), "checkpoint write");
+  if (!failure.empty()) throw Error(ExitCode::kCheckpoint, failure);
+  if (failed_rank >= 0) {
+    MPIASR_FAIL(ExitCode::kCheckpoint, "the checkpoint of step " << state_.step << " failed on "
+                                                                 << ctx_.rank_name(failed_rank));
+  }
+  log_ << "checkpoint: "
+       << (dir.empty() ? checkpoint_dir(config_.checkpoint.dir, state_.step) : dir) << " ("
+       << std::fixed << std::setprecision(1)
+       << std::chrono::duration<double>(Clock::now() - begin).count() << " s)" << std::defaultfloat
+       << std::endl;
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,159 @@
+// Training checkpoint contents; see training_checkpoint.h.
+#include "src/training_checkpoint.h"
+
+#include <cmath>
+#include <filesystem>
+#include <vector>
+
+#include "io/safetensors.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+template <typename T>
+T field(const nlohmann::json& state, const char* name, const std::string& source) {
+  if (!state.contains(name)) {
+    MPIASR_FAIL(ExitCode::kCheckpoint, source << " lacks \"" << name << "\"");
+  }
+  try {
+    return state.at(name).get<T>();
+  } catch (const nlohmann::json::exception&) {
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                source << " has a bad \"" << name << "\": " << state.at(name).dump());
+  }
+}
+
+}  // namespace
+
+std::string tokenizer_file_name(const TokenizerConfig& tokenizer) {
+  return tokenizer.type == TokenizerType::kChar ? "tokens.txt" : "tokenizer.model";
+}
+
+nlohmann::json TrainingState::to_json() const {
+  return {
+      {"step", step},
+      {"optimizer_step", optimizer_step},
+      {"epoch", epoch},
+      {"batch_in_epoch", batch_in_epoch},
+      {"batches_in_epoch", batches_in_epoch},
+      {"seed", seed},
+      {"scaler", scaler},
+      {"schedule", {{"total_steps", total_steps}, {"lr", lr}}},
+      {"best_cer", std::isfinite(best_cer) ? nlohmann::json(best_cer) : nlohmann::json()},
+      {"best_step", best_step},
+      {"world_size", world_size},
+      {"accumulation", accumulation},
+      {"threads", threads},
+      {"config_hash", config_hash},
+      {"train_manifest_hash", train_manifest_hash},
+      {"valid_manifest_hash", valid_manifest_hash},
+      {"tokenizer_file", tokenizer_file},
+      {"cmvn_file", cmvn_file},
+  };
+}
+
+TrainingState TrainingState::from_json(const nlohmann::json& state, const std::string& source) {
+  TrainingState s;
+  s.step = field<int64_t>(state, "step", source);
+  s.optimizer_step = field<int64_t>(state, "optimizer_step", source);
+  s.epoch = field<int>(state, "epoch", source);
+  s.batch_in_epoch = field<int64_t>(state, "batch_in_epoch", source);
+  s.batches_in_epoch = field<int64_t>(state, "batches_in_epoch", source);
+  s.seed = field<uint64_t>(state, "seed", source);
+  s.scaler = field<nlohmann::json>(state, "scaler", source);
+  const nlohmann::json schedule = field<nlohmann::json>(state, "schedule", source);
+  s.total_steps = field<int64_t>(schedule, "total_steps", source);
+  s.lr = field<double>(schedule, "lr", source);
+  const nlohmann::json best = field<nlohmann::json>(state, "best_cer", source);
+  s.best_cer = best.is_null() ? std::numeric_limits<double>::infinity()
+                              : field<double>(state, "best_cer", source);
+  s.best_step = field<int64_t>(state, "best_step", source);
+  s.world_size = field<int>(state, "world_size", source);
+  s.accumulation = field<int>(state, "accumulation", source);
+  s.threads = field<int>(state, "threads", source);
+  s.config_hash = field<std::string>(state, "config_hash", source);
+  s.train_manifest_hash = field<std::string>(state, "train_manifest_hash", source);
+  s.valid_manifest_hash = field<std::string>(state, "valid_manifest_hash", source);
+  s.tokenizer_file = field<std::string>(state, "tokenizer_file", source);
+  s.cmvn_file = field<std::string>(state, "cmvn_file", source);
+  if (s.step < 0 || s.epoch < 0 || s.batch_in_epoch < 0 || s.world_size < 1) {
+    MPIASR_FAIL(ExitCode::kCheckpoint, source << " has impossible values: " << state.dump());
+  }
+  return s;
+}
+
+std::string tensors_to_safetensors(const NamedTensors& tensors) {
+  std::vector<TensorRef> refs;
+  refs.reserve(tensors.size());
+  for (const auto& [name, tensor] : tensors) {
+    refs.push_back(TensorRef::of(name, tensor.shape, tensor.data.data()));
+  }
+  return serialize_safetensors(refs, {{"format", "pt"}});
+}
+
+NamedTensors tensors_from_safetensors(const std::string& bytes, const std::string& source) {
+  SafetensorsView view = parse_safetensors(bytes, source);
+  NamedTensors tensors;
+  for (const auto& [name, tensor] : view.tensors) {
+    tensors[name] = HostTensor{tensor.shape, tensor.to_vector<float>()};
+  }
+  return tensors;
+}
+
+CheckpointFiles make_checkpoint_files(const NamedTensors& model, const NamedTensors& optimizer,
+                                      const TrainingState& state, const std::string& config_yaml,
+                                      const std::string& tokenizer_path,
+                                      const std::string& cmvn_path) {
+  CheckpointFiles files;
+  files.files[kModelFile] = tensors_to_safetensors(model);
+  files.files[kOptimizerFile] = tensors_to_safetensors(optimizer);
+  files.files[kConfigFile] = config_yaml;
+  files.files[state.tokenizer_file] = read_file(tokenizer_path);
+  if (!state.cmvn_file.empty()) files.files[state.cmvn_file] = read_file(cmvn_path);
+  files.state = state.to_json();
+  return files;
+}
+
+CheckpointLocation locate_checkpoint(const std::string& path, const CheckpointLog& log) {
+  if (fs::is_regular_file(fs::path(path) / "state.json")) {
+    const fs::path dir = fs::absolute(path).lexically_normal();
+    const std::string root = (dir.filename().empty() ? dir.parent_path() : dir).parent_path();
+    nlohmann::json state = nlohmann::json::parse(read_file(path + "/state.json"), nullptr, false);
+    if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer()) {
+      MPIASR_FAIL(ExitCode::kCheckpoint, path << "/state.json has no step");
+    }
+    const int64_t step = state["step"].get<int64_t>();
+    if (!fs::equivalent(checkpoint_dir(root, step), path)) {
+      MPIASR_FAIL(ExitCode::kCheckpoint, path << " holds step " << step << " but is not named "
+                                              << fs::path(checkpoint_dir(root, step)).filename());
+    }
+    return {root, step, checkpoint_dir(root, step)};
+  }
+  if (fs::is_directory(fs::path(path) / "checkpoints") && !fs::exists(fs::path(path) / "latest")) {
+    return locate_checkpoint(path + "/checkpoints", log);
+  }
+  for (const char* pointer : {"best", "latest"}) {
+    std::optional<int64_t> step = read_checkpoint_pointer(path, pointer);
+    if (!step) continue;
+    const std::string dir = checkpoint_dir(path, *step);
+    if (std::optional<std::string> problem = checkpoint_problem(dir)) {
+      log("checkpoint " + dir + " (" + pointer + ") is not intact: " + *problem);
+      continue;
+    }
+    return {path, *step, dir};
+  }
+  if (std::optional<int64_t> step = find_latest_intact(path, log)) {
+    return {path, *step, checkpoint_dir(path, *step)};
+  }
+  MPIASR_FAIL(ExitCode::kCheckpoint, "no intact checkpoint in "
+                                         << path
+                                         << " (give a step-NNNNNNNN folder, a checkpoint folder "
+                                            "with best/latest pointers, or a training output "
+                                            "folder holding checkpoints/)");
+}
+
+}  // namespace mpiasr

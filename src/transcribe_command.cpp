@@ -1,0 +1,70 @@
+// `mpiasr transcribe --ckpt DIR FILE...`: prints "FILE<TAB>transcript" per
+// audio file on stdout, in the order given; everything else goes to stderr.
+#include <iostream>
+#include <memory>
+
+#include "io/utterance_check.h"
+#include "src/commands.h"
+#include "src/error.h"
+#include "src/recognizer.h"
+
+namespace mpiasr {
+
+namespace {
+
+struct TranscribeOptions {
+  std::string checkpoint;
+  std::vector<std::string> files;
+  int threads = 0;
+};
+
+int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
+  static std::ostream discard(nullptr);
+  std::ostream& log = ctx.is_main() ? std::cerr : discard;
+  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
+
+  // The files as a manifest without transcripts; "line" n is the n-th file.
+  Manifest manifest;
+  manifest.path = "command line";
+  manifest.use_duration_cache = false;
+  for (size_t i = 0; i < options.files.size(); ++i) {
+    Utterance utterance;
+    utterance.id = utterance.audio_path = options.files[i];
+    utterance.line = int(i) + 1;
+    manifest.utterances.push_back(std::move(utterance));
+  }
+  ValidationOptions validation;
+  validation.check_samples = false;
+  validation.require_transcript = false;
+  validation.threads = 1;
+  validate_manifest(manifest, validation);
+
+  const int threads = options.threads > 0 ? options.threads : ctx.default_threads();
+  const Recognition result = recognize(checkpoint, manifest, ctx, threads, log);
+  if (ctx.is_main()) {
+    for (const Hypothesis& h : result.hypotheses) {
+      std::cout << manifest.utterances[h.utterance].audio_path << '\t' << h.text << '\n';
+    }
+    std::cout.flush();
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_transcribe_command(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand(
+      "transcribe",
+      "Transcribe audio files (any format libsndfile reads, resampled to the model's rate) "
+      "with a checkpoint; prints FILE<TAB>TRANSCRIPT per file on stdout.");
+  auto options = std::make_shared<TranscribeOptions>();
+  sub->add_option("--ckpt", options->checkpoint,
+                  "a checkpoint: a step-NNNNNNNN folder, a checkpoint folder (its best, else "
+                  "latest), or a training output folder")
+      ->required();
+  sub->add_option("files", options->files, "audio files")->required();
+  sub->add_option("--threads", options->threads, "CPU threads per rank (default: cores / ranks)");
+  return {sub, [options](mpi::Context& ctx) { return run_transcribe(*options, ctx); }};
+}
+
+}  // namespace mpiasr
