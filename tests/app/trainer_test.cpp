@@ -1,0 +1,222 @@
+// The trainer end to end on a tiny model and corpus (a world of one rank):
+//   - a run stopped at step k and resumed repeats the uninterrupted run bit
+//     for bit (every step's loss, LR and gradient norm; the final weights and
+//     Adam moments), mid-epoch and across an epoch boundary, with gradient
+//     accumulation, dropout, dither and SpecAugment all on;
+//   - a corrupt newest checkpoint is reported and the previous one resumed,
+//     which again ends on the uninterrupted run's weights;
+//   - config overrides reach the training state (LR, step count, model size,
+//     the saved config and its hash);
+//   - model.safetensors, read by a reader written here from the format's
+//     definition, holds every parameter under PyTorch-style names with the
+//     model's shapes, and the values the trainer holds.
+#include "src/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <regex>
+
+#include "io/checksum.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/conformer.h"
+#include "src/model_config.h"
+#include "src/training_checkpoint.h"
+#include "tests/app/training_fixture.h"
+
+namespace mpiasr {
+namespace {
+
+using testing::fresh_dir;
+using testing::metrics_of;
+using testing::tiny_config;
+
+const auto* const kMpi = ::testing::AddGlobalTestEnvironment(new testing::MpiEnvironment);
+
+TrainResult run(const Config& config, const TrainOptions& options = {},
+                std::string* log = nullptr) {
+  mpi::Context ctx = mpi::Context::world();
+  std::ostringstream out;
+  TrainResult result = train(config, ctx, options, out);
+  if (log) *log = out.str();
+  return result;
+}
+
+std::string checkpoint_file(const Config& config, int64_t step, const std::string& name) {
+  return read_file(checkpoint_dir(config.checkpoint.dir, step) + "/" + name);
+}
+
+// The training curve without the timing fields, which differ run to run.
+std::vector<std::string> curve(const Config& config) {
+  std::vector<std::string> lines;
+  for (nlohmann::json record : metrics_of(config, "train")) {
+    record.erase("utt_per_s");
+    record.erase("audio_s_per_s");
+    lines.push_back(record.dump());
+  }
+  return lines;
+}
+
+void expect_same_run(const Config& a, const Config& b, int64_t final_step) {
+  EXPECT_EQ(curve(a), curve(b));
+  EXPECT_EQ(checkpoint_file(a, final_step, kModelFile), checkpoint_file(b, final_step, kModelFile));
+  EXPECT_EQ(checkpoint_file(a, final_step, kOptimizerFile),
+            checkpoint_file(b, final_step, kOptimizerFile));
+}
+
+class ResumeTest : public ::testing::TestWithParam<int64_t> {};
+
+TEST_P(ResumeTest, StoppedAndResumedRunRepeatsTheUninterruptedOne) {
+  // 12 utterances in batches of 2, 2 micro-batches per step: 3 steps an
+  // epoch, 9 steps in 3 epochs; steps 4 and 5 are inside epoch 1, 3 ends epoch 0.
+  const std::vector<std::string> overrides = {"--batching.batch_size=2",
+                                              "--training.accumulation=2", "--training.epochs=3"};
+  const int64_t stop = GetParam();
+  const Config whole = tiny_config(fresh_dir("resume_whole_" + std::to_string(stop)), overrides);
+  const Config split = tiny_config(fresh_dir("resume_split_" + std::to_string(stop)), overrides);
+
+  const TrainResult whole_result = run(whole);
+  EXPECT_TRUE(whole_result.finished);
+  EXPECT_EQ(whole_result.step, 9);
+
+  TrainOptions stop_early;
+  stop_early.stop_at_step = stop;
+  const TrainResult first = run(split, stop_early);
+  EXPECT_FALSE(first.finished);
+  EXPECT_EQ(first.step, stop);
+  std::string log;
+  const TrainResult second = run(split, {}, &log);
+  EXPECT_TRUE(second.finished);
+  EXPECT_NE(log.find("resumed from " + checkpoint_dir(split.checkpoint.dir, stop)),
+            std::string::npos)
+      << log;
+
+  ASSERT_EQ(curve(whole).size(), 9u);
+  expect_same_run(whole, split, 9);
+  // Dropout and SpecAugment are on, so the losses differ step to step; a
+  // resume that replayed the wrong batches or seeds could not match them.
+  const std::vector<nlohmann::json> records = metrics_of(whole, "train");
+  EXPECT_NE(records[3]["loss"], records[4]["loss"]);
+}
+
+INSTANTIATE_TEST_SUITE_P(StopSteps, ResumeTest, ::testing::Values(3, 4));
+
+TEST(TrainerTest, CorruptNewestCheckpointIsReportedAndThePreviousOneResumed) {
+  const Config whole = tiny_config(fresh_dir("corrupt_whole"));
+  const Config damaged = tiny_config(fresh_dir("corrupt_damaged"));
+  run(whole);
+  run(damaged);
+  const std::string model = checkpoint_dir(damaged.checkpoint.dir, 8) + "/" + kModelFile;
+  std::string bytes = read_file(model);
+  bytes[bytes.size() / 2] ^= 0x40;
+  write_file_synced(model, bytes);
+
+  // Training has ended, but step 8 is unusable: the run resumes from step 4,
+  // trains steps 5..8 again and writes step 8 anew.
+  std::string log;
+  const TrainResult result = run(damaged, {}, &log);
+  EXPECT_TRUE(result.finished);
+  EXPECT_NE(log.find("step-00000008 is not intact"), std::string::npos) << log;
+  EXPECT_NE(log.find("resumed from " + checkpoint_dir(damaged.checkpoint.dir, 4)),
+            std::string::npos)
+      << log;
+  expect_same_run(whole, damaged, 8);
+}
+
+TEST(TrainerTest, ConfigOverridesReachTheTrainingState) {
+  const Config config =
+      tiny_config(fresh_dir("overrides"),
+                  {"--schedule.type=constant", "--schedule.warmup_steps=0", "--optimizer.lr=0.0025",
+                   "--training.max_steps=3", "--model.d_model=48", "--model.n_heads=4"});
+  const TrainResult result = run(config);
+  EXPECT_EQ(result.step, 3);
+
+  const std::vector<nlohmann::json> records = metrics_of(config, "train");
+  ASSERT_EQ(records.size(), 3u);
+  for (const nlohmann::json& record : records) EXPECT_EQ(record["lr"].get<double>(), 0.0025);
+
+  const CheckpointFiles files = read_checkpoint(config.checkpoint.dir, 3);
+  EXPECT_EQ(files.state["step"], 3);
+  EXPECT_EQ(files.state["schedule"]["total_steps"], 3);
+  EXPECT_EQ(files.state["config_hash"], hash_hex(config_hash(config)));
+  EXPECT_EQ(files.files.at(kConfigFile), dump_config(config));
+  EXPECT_EQ(load_config(checkpoint_dir(config.checkpoint.dir, 3) + "/" + kConfigFile), config);
+
+  const NamedTensors weights =
+      tensors_from_safetensors(files.files.at(kModelFile), "model.safetensors");
+  EXPECT_EQ(weights.at("encoder.layers.0.norm_out.weight").shape, std::vector<int64_t>{48});
+}
+
+// A reader of the safetensors format written from its definition: u64
+// little-endian header length N, N bytes of JSON, then the data.
+struct RawTensor {
+  std::string dtype;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+std::map<std::string, RawTensor> read_safetensors_independently(const std::string& bytes,
+                                                                nlohmann::json& metadata) {
+  uint64_t header_length = 0;
+  for (int i = 7; i >= 0; --i) header_length = header_length << 8 | uint8_t(bytes[size_t(i)]);
+  EXPECT_LE(8 + header_length, bytes.size());
+  const nlohmann::json header = nlohmann::json::parse(bytes.substr(8, header_length));
+  const size_t data_start = 8 + header_length;
+  std::map<std::string, RawTensor> tensors;
+  uint64_t covered = 0;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      metadata = entry;
+      continue;
+    }
+    RawTensor tensor;
+    tensor.dtype = entry["dtype"];
+    tensor.shape = entry["shape"].get<std::vector<int64_t>>();
+    const uint64_t begin = entry["data_offsets"][0], end = entry["data_offsets"][1];
+    EXPECT_LE(data_start + end, bytes.size()) << name;
+    tensor.values.resize((end - begin) / 4);
+    std::memcpy(tensor.values.data(), bytes.data() + data_start + begin, end - begin);
+    covered += end - begin;
+    tensors[name] = std::move(tensor);
+  }
+  EXPECT_EQ(data_start + covered, bytes.size()) << "the tensors do not tile the data";
+  return tensors;
+}
+
+TEST(TrainerTest, ModelSafetensorsHoldsTheModelUnderPyTorchNames) {
+  const Config config = tiny_config(fresh_dir("safetensors"), {"--training.max_steps=2"});
+  run(config);
+  const CheckpointFiles files = read_checkpoint(config.checkpoint.dir, 2);
+  nlohmann::json metadata;
+  const std::map<std::string, RawTensor> tensors =
+      read_safetensors_independently(files.files.at(kModelFile), metadata);
+  EXPECT_EQ(metadata["format"], "pt");
+
+  // Shapes from the model's own registry: every parameter, nothing else.
+  const ConformerConfig model_config = conformer_config(config, 7);  // blank, space, a-e
+  CpuBackend<float> backend(1);
+  Conformer<float, float> model(backend, model_config, 1, 16, 0);
+  EXPECT_EQ(tensors.size(), model.params().infos().size());
+  int64_t total = 0;
+  const std::regex pytorch_name(R"(^[a-z_0-9]+(\.[a-z_0-9]+)*\.(weight|bias)$)");
+  for (const ParameterInfo& info : model.params().infos()) {
+    ASSERT_TRUE(tensors.count(info.name)) << info.name;
+    const RawTensor& tensor = tensors.at(info.name);
+    EXPECT_EQ(tensor.dtype, "F32") << info.name;
+    EXPECT_EQ(tensor.shape, info.shape) << info.name;
+    EXPECT_TRUE(std::regex_match(info.name, pytorch_name)) << info.name;
+    total += int64_t(tensor.values.size());
+  }
+  EXPECT_EQ(total, count_parameters(model_config));
+  EXPECT_TRUE(tensors.count("ctc_head.weight"));
+
+  // The values are the trainer's: the checkpoint's library reader agrees, and
+  // training moved the layer norms off their initial 1.
+  const NamedTensors library = tensors_from_safetensors(files.files.at(kModelFile), "model");
+  for (const auto& [name, tensor] : tensors) EXPECT_EQ(tensor.values, library.at(name).data);
+  const std::vector<float>& norm = tensors.at("encoder.layers.0.norm_out.weight").values;
+  EXPECT_NE(std::count(norm.begin(), norm.end(), 1.0f), int64_t(norm.size()));
+}
+
+}  // namespace
+}  // namespace mpiasr
