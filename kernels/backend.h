@@ -96,7 +96,8 @@ class Backend {
   virtual void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) = 0;
 
   // ---- dropout (counter-based Philox; mask depends on seed, offset, index) --
-  // out[i] = keep(seed, offset + i) ? inp[i] / (1 - p) : 0
+  // out[i] = keep(seed, offset + i) ? inp[i] / (1 - p) : 0, keep = dropout_keep
+  // of kernels/philox.h, so every backend draws the same mask bit for bit.
   virtual void dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
                                size_t n) = 0;
   virtual void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed,
@@ -104,7 +105,8 @@ class Backend {
 
   // ---- attention pieces ---------------------------------------------------
   // Split the fused projection qkv [B, T, 3, H, Dh] into q, k, v [B, H, T, Dh],
-  // applying rotary position embedding (rotate-half form, base 10000) to q and k.
+  // applying rotary position embedding (rotate-half form, base 10000, position =
+  // frame index; kernels/rope.h) to q and k.
   virtual void qkv_split_rope_forward(Act* q, Act* k, Act* v, const Act* qkv, int B, int T, int H,
                                       int Dh) = 0;
   virtual void qkv_split_rope_backward(Act* dqkv, const Act* dq, const Act* dk, const Act* dv,

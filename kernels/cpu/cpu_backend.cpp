@@ -45,6 +45,9 @@ std::string CpuBackend<T>::name() const {
 template <typename T>
 void CpuBackend<T>::use_threads() const {
   omp_set_num_threads(threads_);
+  // Other code in the process may have raised it; OpenBLAS is called from
+  // inside the OpenMP team and must not start threads of its own.
+  if (openblas_get_num_threads() != 1) openblas_set_num_threads(1);
 }
 
 // ---- memory -----------------------------------------------------------------
