@@ -63,8 +63,8 @@ class Backend {
   virtual void linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int M,
                               int K, int N) = 0;
   // dinp = dout W; dweight += dout^T inp; dbias += sum_m dout
-  virtual void linear_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
-                               const Act* inp, const Act* weight, int M, int K, int N) = 0;
+  virtual void linear_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout, const Act* inp,
+                               const Act* weight, int M, int K, int N) = 0;
 
   // ---- convolution subsampling --------------------------------------------
   // 3x3 stride-2 Conv2d, no padding, channels-last layout: inp [B, H, W, Cin]
@@ -73,9 +73,8 @@ class Backend {
   // weight [Cout, Cin, 3, 3] (PyTorch's layout), bias [Cout]. H is time, W frequency.
   virtual void conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int B,
                               int Cin, int H, int W, int Cout) = 0;
-  virtual void conv2d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
-                               const Act* inp, const Act* weight, int B, int Cin, int H, int W,
-                               int Cout) = 0;
+  virtual void conv2d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout, const Act* inp,
+                               const Act* weight, int B, int Cin, int H, int W, int Cout) = 0;
 
   // ---- normalization ------------------------------------------------------
   // LayerNorm over the last dimension C of x [N, C]; mean and rstd [N] saved.
@@ -100,8 +99,8 @@ class Backend {
   // of kernels/philox.h, so every backend draws the same mask bit for bit.
   virtual void dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
                                size_t n) = 0;
-  virtual void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed,
-                                uint64_t offset, size_t n) = 0;
+  virtual void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed, uint64_t offset,
+                                size_t n) = 0;
 
   // ---- attention pieces ---------------------------------------------------
   // Split the fused projection qkv [B, T, 3, H, Dh] into q, k, v [B, H, T, Dh],
@@ -128,8 +127,8 @@ class Backend {
                                         const Act* bias, const int32_t* lengths, int B, int T,
                                         int C, int K) = 0;
   virtual void depthwise_conv1d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
-                                         const Act* inp, const Act* weight,
-                                         const int32_t* lengths, int B, int T, int C, int K) = 0;
+                                         const Act* inp, const Act* weight, const int32_t* lengths,
+                                         int B, int T, int C, int K) = 0;
 
   // ---- output head and loss -----------------------------------------------
   // log-softmax over V of logits [N, V], result in Acc precision.
