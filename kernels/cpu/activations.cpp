@@ -5,35 +5,36 @@
 
 #include "kernels/activations.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 
 namespace mpiasr {
 
 template <typename T>
-void cpu_relu_forward(T* out, const T* inp, size_t n) {
+MPIASR_SIMD_CLONES void cpu_relu_forward(T* out, const T* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) out[i] = relu(inp[i]);
 }
 
 template <typename T>
-void cpu_relu_backward(T* dinp, const T* dout, const T* inp, size_t n) {
+MPIASR_SIMD_CLONES void cpu_relu_backward(T* dinp, const T* dout, const T* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) dinp[i] = relu_grad(inp[i], dout[i]);
 }
 
 template <typename T>
-void cpu_swish_forward(T* out, const T* inp, size_t n) {
+MPIASR_SIMD_CLONES void cpu_swish_forward(T* out, const T* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) out[i] = swish(inp[i]);
 }
 
 template <typename T>
-void cpu_swish_backward(T* dinp, const T* dout, const T* inp, size_t n) {
+MPIASR_SIMD_CLONES void cpu_swish_backward(T* dinp, const T* dout, const T* inp, size_t n) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) dinp[i] = swish_grad(inp[i], dout[i]);
 }
 
 template <typename T>
-void cpu_glu_forward(T* out, const T* inp, int N, int C) {
+MPIASR_SIMD_CLONES void cpu_glu_forward(T* out, const T* inp, int N, int C) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
   for (int n = 0; n < N; ++n) {
     const T* a = inp + int64_t(n) * 2 * C;
@@ -44,7 +45,7 @@ void cpu_glu_forward(T* out, const T* inp, int N, int C) {
 }
 
 template <typename T>
-void cpu_glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) {
+MPIASR_SIMD_CLONES void cpu_glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
   for (int n = 0; n < N; ++n) {
     const T* a = inp + int64_t(n) * 2 * C;

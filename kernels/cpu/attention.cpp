@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/exp.h"
 #include "kernels/rope.h"
 #include "src/error.h"
@@ -46,7 +47,8 @@ void rotate(T* y, const T* x, const RopeTable<T>& table, int t, int Dh, T sign) 
 }  // namespace
 
 template <typename T>
-void cpu_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, int H, int Dh) {
+MPIASR_SIMD_CLONES void cpu_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_,
+                                                   int H, int Dh) {
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel for schedule(static) \
     collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
@@ -64,8 +66,8 @@ void cpu_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, i
 }
 
 template <typename T>
-void cpu_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv, int B, int T_,
-                                 int H, int Dh) {
+MPIASR_SIMD_CLONES void cpu_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv,
+                                                    int B, int T_, int H, int Dh) {
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel for schedule(static) \
     collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
@@ -83,8 +85,8 @@ void cpu_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv,
 }
 
 template <typename T>
-void cpu_masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B, int H,
-                                int T_) {
+MPIASR_SIMD_CLONES void cpu_masked_softmax_forward(T* probs, const T* scores,
+                                                   const int32_t* lengths, int B, int H, int T_) {
   for (int b = 0; b < B; ++b) {
     MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
                                                                 << b << " is outside [0, " << T_
@@ -113,8 +115,8 @@ void cpu_masked_softmax_forward(T* probs, const T* scores, const int32_t* length
 }
 
 template <typename T>
-void cpu_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B, int H,
-                                 int T_) {
+MPIASR_SIMD_CLONES void cpu_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs,
+                                                    int B, int H, int T_) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(B) * H * T_ * T_))
   for (int64_t row = 0; row < int64_t(B) * H * T_; ++row) {
     const T* p = probs + row * T_;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "src/error.h"
 
 namespace mpiasr {
@@ -35,8 +36,9 @@ std::vector<T> transpose_weight(const T* weight, int C, int K) {
 }  // namespace
 
 template <typename T>
-void cpu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
-                                  const int32_t* lengths, int B, int T_, int C, int K) {
+MPIASR_SIMD_CLONES void cpu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight,
+                                                     const T* bias, const int32_t* lengths, int B,
+                                                     int T_, int C, int K) {
   check_shape(lengths, B, T_, K);
   const std::vector<T> wt = transpose_weight(weight, C, K);
   const int pad = (K - 1) / 2;
@@ -61,9 +63,10 @@ void cpu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T
 }
 
 template <typename T>
-void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                                   const T* weight, const int32_t* lengths, int B, int T_, int C,
-                                   int K) {
+MPIASR_SIMD_CLONES void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
+                                                      const T* inp, const T* weight,
+                                                      const int32_t* lengths, int B, int T_, int C,
+                                                      int K) {
   check_shape(lengths, B, T_, K);
   const int pad = (K - 1) / 2;
   if (dinp) {

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/philox.h"
 #include "src/error.h"
 
@@ -17,7 +18,7 @@ constexpr int kTileBlocks = 32;
 constexpr int kTileElements = kTileBlocks * kDropoutElementsPerBlock;
 
 // bits[e] = dropout_bits(seed, tile * kTileElements + e) for the whole tile.
-void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
+MPIASR_SIMD_CLONES void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
   for (int j = 0; j < kTileBlocks; ++j) {
     dropout_block_bits(seed, tile * kTileBlocks + j, bits + j * kDropoutElementsPerBlock);
   }
@@ -26,7 +27,8 @@ void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
 }  // namespace
 
 template <typename T>
-void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n) {
+MPIASR_SIMD_CLONES void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed,
+                                            uint64_t offset, size_t n) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (p == 0.0f) {
     if (out != inp) std::memcpy(out, inp, sizeof(T) * n);

@@ -8,12 +8,14 @@
 #include <cstdint>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 
 namespace mpiasr {
 
 template <typename T>
-void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
-                           int N, int C, float eps) {
+MPIASR_SIMD_CLONES void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp,
+                                              const T* weight, const T* bias, int N, int C,
+                                              float eps) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
   for (int n = 0; n < N; ++n) {
     const T* x = inp + int64_t(n) * C;
@@ -36,8 +38,9 @@ void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weig
 }
 
 template <typename T>
-void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                            const T* weight, const T* mean, const T* rstd, int N, int C) {
+MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout,
+                                               const T* inp, const T* weight, const T* mean,
+                                               const T* rstd, int N, int C) {
   if (dinp) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
     for (int n = 0; n < N; ++n) {

@@ -8,6 +8,7 @@
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 
 namespace mpiasr {
 
@@ -36,7 +37,7 @@ void cpu_linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 }
 
 template <typename T>
-void cpu_add_column_sums(T* sums, const T* x, int64_t M, int N) {
+MPIASR_SIMD_CLONES void cpu_add_column_sums(T* sums, const T* x, int64_t M, int N) {
   // Each thread owns a contiguous range of columns and walks all rows, so the
   // sum order (and the result) does not depend on the thread count.
 #pragma omp parallel if (parallel_worth(M * N))

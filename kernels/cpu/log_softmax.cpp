@@ -5,12 +5,13 @@
 #include <cstdint>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "kernels/exp.h"
 
 namespace mpiasr {
 
 template <typename T>
-void cpu_log_softmax_forward(T* logprobs, const T* logits, int N, int V) {
+MPIASR_SIMD_CLONES void cpu_log_softmax_forward(T* logprobs, const T* logits, int N, int V) {
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * V))
   for (int n = 0; n < N; ++n) {
     const T* x = logits + int64_t(n) * V;
