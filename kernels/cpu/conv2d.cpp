@@ -148,7 +148,6 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
   if (!dinp && !dweight) return;
   std::vector<T> wr(size_t(Cout) * K);
   reorder_weight(wr.data(), weight, Cout, Cin);
-  if (dinp) std::memset(dinp, 0, sizeof(T) * size_t(B) * H * W * Cin);
   const int chunks = s.chunks_per_image();
   const bool parallel = s.multiply_adds() >= kParallelMinMultiplyAdds;
   const int threads = parallel ? omp_get_max_threads() : 1;
@@ -160,6 +159,11 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
     std::vector<T> col(dweight ? col_size : 0);
     std::vector<T> dcol(dinp ? col_size : 0);
     T* my_dwr = dweight ? dwr.data() + size_t(omp_get_thread_num()) * Cout * K : nullptr;
+    if (dinp) {
+      const size_t image = size_t(H) * W * Cin;
+#pragma omp for schedule(static)
+      for (int b = 0; b < B; ++b) std::memset(dinp + b * image, 0, sizeof(T) * image);
+    }
     for (int phase = 0; phase < 2; ++phase) {
       const int phase_chunks = (chunks - phase + 1) / 2;
 #pragma omp for schedule(static) collapse(2)
