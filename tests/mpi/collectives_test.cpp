@@ -1,0 +1,67 @@
+// Collectives with a timeout: sums, minima and maxima over ranks against the
+// closed forms of the values each rank contributes; first_failing_rank.
+#include "mpi/collectives.h"
+
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "src/error.h"
+#include "tests/mpi/mpi_test_util.h"
+
+namespace mpiasr::mpi {
+namespace {
+
+using namespace test;
+
+TEST(Collectives, AllreduceSumOfDoubles) {
+  Context ctx = test_context();
+  const double w = ctx.world_size();
+  // Sum over r of (r + 0.25) = W (W - 1) / 2 + W / 4, exact in binary.
+  EXPECT_EQ(allreduce_sum(ctx, ctx.world_rank() + 0.25, "sum"), w * (w - 1) / 2 + w / 4);
+}
+
+TEST(Collectives, AllreduceMinMaxOfInt64BeyondInt32) {
+  Context ctx = test_context();
+  const int64_t big = int64_t(1) << 40;
+  const int64_t mine = big + 7 * ctx.world_rank() - 3;
+  EXPECT_EQ(allreduce_min(ctx, mine, "min"), big - 3);
+  EXPECT_EQ(allreduce_max(ctx, mine, "max"), big + 7 * (ctx.world_size() - 1) - 3);
+  EXPECT_EQ(allreduce_min(ctx, -mine, "min"), -(big + 7 * (ctx.world_size() - 1) - 3));
+}
+
+TEST(Collectives, AllreduceSumInplaceOfAnArray) {
+  Context ctx = test_context();
+  const int n = 1000;
+  std::vector<double> values(n);
+  for (int i = 0; i < n; ++i) values[size_t(i)] = double(i) * (ctx.world_rank() + 1);
+  allreduce_sum_inplace(ctx, values.data(), n, "sum array");
+  const double w = ctx.world_size();
+  const double factor = w * (w + 1) / 2;  // sum over r of (r + 1)
+  for (int i = 0; i < n; ++i) ASSERT_EQ(values[size_t(i)], double(i) * factor) << "element " << i;
+  allreduce_sum_inplace(ctx, nullptr, 0, "empty");  // nothing to do, still collective
+  EXPECT_THROW(allreduce_sum_inplace(ctx, values.data(), -1, "negative"), Error);
+}
+
+TEST(Collectives, BarrierAndRepeatedCallsStayInStep) {
+  Context ctx = test_context();
+  for (int i = 0; i < 50; ++i) {
+    barrier(ctx, "barrier");
+    ASSERT_EQ(allreduce_max(ctx, i, "iteration"), i);
+  }
+}
+
+TEST(Collectives, FirstFailingRank) {
+  Context ctx = test_context();
+  EXPECT_EQ(first_failing_rank(ctx, false, "none failed"), -1);
+  EXPECT_EQ(first_failing_rank(ctx, true, "all failed"), 0);
+  const int last = ctx.world_size() - 1;
+  EXPECT_EQ(first_failing_rank(ctx, ctx.world_rank() == last, "last failed"), last);
+  const bool odd = ctx.world_rank() % 2 == 1;
+  EXPECT_EQ(first_failing_rank(ctx, odd, "odd failed"), ctx.world_size() > 1 ? 1 : -1);
+}
+
+}  // namespace
+}  // namespace mpiasr::mpi
+
+#include "tests/mpi/mpi_test_main.h"

@@ -1,0 +1,273 @@
+// GradientReducer: the bucket layout, and the reduced gradients against one
+// plain MPI_Allreduce of the same buffer, for bucket sizes from one element
+// (smaller than any layer) to larger than the buffer, layers marked in
+// backward order, shuffled or forward, with and without the padding after
+// each layer, flat and hierarchical, over several steps. Gradients are
+// integers in [-1000, 1000], so every summation order gives the exact sum and
+// results compare with ==; real-valued gradients compare with a tolerance.
+#include "mpi/gradient_reducer.h"
+
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "src/error.h"
+#include "tests/mpi/mpi_test_util.h"
+
+namespace mpiasr::mpi {
+namespace {
+
+using namespace test;
+
+constexpr size_t kAlignment = 64;  // as a ParameterStore pads its tensors
+
+// Layers laid out like a ParameterStore: each starts at a multiple of 64.
+struct Layout {
+  std::vector<std::pair<size_t, size_t>> layers;  // offset, count
+  size_t total = 0;
+};
+
+Layout make_layout(const std::vector<size_t>& sizes) {
+  Layout layout;
+  for (size_t size : sizes) {
+    layout.layers.push_back({layout.total, size});
+    layout.total += (size + kAlignment - 1) / kAlignment * kAlignment;
+  }
+  return layout;
+}
+
+// Integer-valued gradients, different on every rank and step; padding is 0.
+std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank) {
+  std::mt19937 generator(seed * 7919u + uint32_t(rank));
+  std::uniform_int_distribution<int> value(-1000, 1000);
+  std::vector<float> grads(layout.total, 0.0f);
+  for (auto [offset, count] : layout.layers) {
+    for (size_t i = 0; i < count; ++i) grads[offset + i] = float(value(generator));
+  }
+  return grads;
+}
+
+std::vector<float> reference_sum(const std::vector<float>& grads) {
+  std::vector<float> sum(grads.size());
+  MPI_Allreduce(grads.data(), sum.data(), int(grads.size()), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+  return sum;
+}
+
+enum class Order { kBackward, kShuffled, kForward };
+
+// One step: marks every layer (in `order`; the same on every rank or not,
+// it must not matter), then finishes.
+void reduce_step(GradientReducer& reducer, const Layout& layout, Order order, uint32_t seed) {
+  std::vector<std::pair<size_t, size_t>> layers = layout.layers;
+  if (order == Order::kBackward) std::reverse(layers.begin(), layers.end());
+  if (order == Order::kShuffled) std::shuffle(layers.begin(), layers.end(), std::mt19937(seed));
+  reducer.begin_step();
+  for (auto [offset, count] : layers) reducer.on_grads_ready(offset, count);
+  reducer.finish();
+}
+
+void expect_equal(const std::vector<float>& got, const std::vector<float>& expected,
+                  const std::string& what) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(got[i], expected[i]) << what << ": element " << i;
+  }
+}
+
+const Layout& small_layout() {  // 6 layers, 448 elements with padding
+  static const Layout layout = make_layout({7, 64, 1, 100, 33, 65});
+  return layout;
+}
+
+const Layout& large_layout() {  // ~70k elements, one layer of 40k
+  static const Layout layout = make_layout({3000, 17, 640, 1, 5000, 64, 999, 40000, 12000, 250});
+  return layout;
+}
+
+TEST(GradientReducer, BucketsCoverTheBufferFromItsEnd) {
+  Context ctx = test_context();
+  std::vector<float> grads(1000);
+  GradientReducer reducer(ctx, grads.data(), grads.size(),
+                          {.bucket_bytes = 400, .first_bucket_bytes = 40});
+  ASSERT_EQ(reducer.num_buckets(), 11u);  // 10 + 9 x 100 + 90
+  EXPECT_EQ(reducer.bucket_range(0), std::make_pair(size_t(990), size_t(10)));
+  EXPECT_EQ(reducer.bucket_range(1), std::make_pair(size_t(890), size_t(100)));
+  EXPECT_EQ(reducer.bucket_range(10), std::make_pair(size_t(0), size_t(90)));
+  size_t end = grads.size();
+  for (size_t b = 0; b < reducer.num_buckets(); ++b) {
+    auto [offset, count] = reducer.bucket_range(b);
+    EXPECT_EQ(offset + count, end) << "bucket " << b;
+    end = offset;
+  }
+  EXPECT_EQ(end, 0u);
+
+  GradientReducer one(ctx, grads.data(), grads.size(), {});  // 1 MB first bucket holds it all
+  ASSERT_EQ(one.num_buckets(), 1u);
+  EXPECT_EQ(one.bucket_range(0), std::make_pair(size_t(0), size_t(1000)));
+}
+
+struct BucketCase {
+  size_t bucket_bytes;
+  size_t first_bucket_bytes;
+};
+
+void check_sums(const Layout& layout, const std::vector<BucketCase>& cases, bool hierarchical) {
+  Context ctx = test_context();
+  uint32_t seed = 1;
+  for (const BucketCase& bucket : cases) {
+    for (Order order : {Order::kBackward, Order::kShuffled, Order::kForward}) {
+      for (size_t alignment : {kAlignment, size_t(1)}) {
+        const std::string what = "bucket " + std::to_string(bucket.bucket_bytes) + " B, first " +
+                                 std::to_string(bucket.first_bucket_bytes) + " B, order " +
+                                 std::to_string(int(order)) + ", alignment " +
+                                 std::to_string(alignment);
+        std::vector<float> grads = integer_grads(layout, ++seed, ctx.world_rank());
+        const std::vector<float> expected = reference_sum(grads);
+        GradientReducer reducer(ctx, grads.data(), grads.size(),
+                                {.bucket_bytes = bucket.bucket_bytes,
+                                 .first_bucket_bytes = bucket.first_bucket_bytes,
+                                 .hierarchical = hierarchical,
+                                 .range_alignment = alignment});
+        reduce_step(reducer, layout, order, seed + uint32_t(ctx.world_rank()));
+        expect_equal(grads, expected, what);
+        if (alignment == kAlignment) {  // every element marked: all start during "backward"
+          EXPECT_EQ(reducer.last_buckets_started_early(), reducer.num_buckets()) << what;
+        }
+      }
+    }
+  }
+}
+
+const std::vector<BucketCase> kSmallCases = {
+    {4, 4}, {60, 4}, {256, 64}, {1000, 256}, {1 << 20, 1 << 20}};
+const std::vector<BucketCase> kLargeCases = {{4096, 1024}, {40000, 4096}, {25 << 20, 1 << 20}};
+
+TEST(GradientReducer, FlatSumEqualsMpiAllreduce) {
+  check_sums(small_layout(), kSmallCases, false);
+  check_sums(large_layout(), kLargeCases, false);
+}
+
+TEST(GradientReducer, HierarchicalSumEqualsMpiAllreduce) {
+  check_sums(small_layout(), kSmallCases, true);
+  check_sums(large_layout(), kLargeCases, true);
+}
+
+// Real-valued gradients: flat and hierarchical (different summation orders)
+// agree with a float64 sum within float rounding.
+TEST(GradientReducer, HierarchicalMatchesFlatOnRealValues) {
+  Context ctx = test_context();
+  const size_t n = 50000;
+  std::mt19937 generator(1234 + uint32_t(ctx.world_rank()));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> flat(n);
+  for (float& g : flat) g = normal(generator);
+  std::vector<float> hierarchical = flat;
+  std::vector<double> exact(flat.begin(), flat.end());
+  std::vector<double> magnitude(n);
+  for (size_t i = 0; i < n; ++i) magnitude[i] = std::fabs(exact[i]);
+  MPI_Allreduce(MPI_IN_PLACE, exact.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, magnitude.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const ReducerOptions options{.bucket_bytes = 20000, .first_bucket_bytes = 4000};
+  ReducerOptions tree = options;
+  tree.hierarchical = true;
+  GradientReducer flat_reducer(ctx, flat.data(), n, options);
+  GradientReducer tree_reducer(ctx, hierarchical.data(), n, tree);
+  for (GradientReducer* reducer : {&flat_reducer, &tree_reducer}) {
+    reducer->begin_step();
+    for (size_t end = n; end > 0; end -= std::min(end, size_t(3000))) {
+      const size_t begin = end - std::min(end, size_t(3000));
+      reducer->on_grads_ready(begin, end - begin);
+    }
+    reducer->finish();
+  }
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (size_t i = 0; i < n; ++i) {
+    const double tolerance = 2 * eps * ctx.world_size() * magnitude[i] + 1e-30;
+    ASSERT_NEAR(flat[i], exact[i], tolerance) << "flat, element " << i;
+    ASSERT_NEAR(hierarchical[i], exact[i], tolerance) << "hierarchical, element " << i;
+  }
+}
+
+TEST(GradientReducer, ReusedOverSteps) {
+  Context ctx = test_context();
+  const Layout& layout = large_layout();
+  std::vector<float> grads(layout.total);
+  for (bool hierarchical : {false, true}) {
+    GradientReducer reducer(
+        ctx, grads.data(), grads.size(),
+        {.bucket_bytes = 16384, .first_bucket_bytes = 2048, .hierarchical = hierarchical});
+    for (uint32_t step = 0; step < 3; ++step) {
+      const std::vector<float> fresh = integer_grads(layout, 100 + step, ctx.world_rank());
+      std::copy(fresh.begin(), fresh.end(), grads.begin());  // the reducer keeps grads.data()
+      const std::vector<float> expected = reference_sum(grads);
+      reduce_step(reducer, layout, Order::kBackward, step);
+      expect_equal(grads, expected, "step " + std::to_string(step));
+      EXPECT_GE(reducer.last_wait_seconds(), 0.0);
+    }
+  }
+}
+
+// Without range_alignment the padding after a layer is never marked, so the
+// first bucket holding padding waits for finish(), and the buckets after it
+// wait too (they start in order); the sum is still complete.
+TEST(GradientReducer, UnmarkedPaddingDefersBucketsToFinish) {
+  Context ctx = test_context();
+  const Layout layout = make_layout({100, 100, 100, 100});  // 28 padding after each
+  std::vector<float> grads = integer_grads(layout, 9, ctx.world_rank());
+  const std::vector<float> expected = reference_sum(grads);
+  GradientReducer reducer(ctx, grads.data(), grads.size(),
+                          {.bucket_bytes = 64 * 4, .first_bucket_bytes = 64 * 4});
+  ASSERT_EQ(reducer.num_buckets(), 8u);
+  reducer.begin_step();
+  for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
+    reducer.on_grads_ready(it->first, it->second);
+  }
+  reducer.finish();
+  EXPECT_EQ(reducer.last_buckets_started_early(), 0u);  // bucket 0 ends in padding
+  expect_equal(grads, expected, "unmarked padding");
+}
+
+TEST(GradientReducer, EmptyBuffer) {
+  Context ctx = test_context();
+  GradientReducer reducer(ctx, nullptr, 0, {});
+  EXPECT_EQ(reducer.num_buckets(), 0u);
+  reducer.begin_step();
+  reducer.on_grads_ready(0, 0);
+  reducer.finish();
+}
+
+TEST(GradientReducer, MisuseIsReported) {
+  Context ctx = test_context();
+  std::vector<float> grads(256, 1.0f);
+  EXPECT_THROW(GradientReducer(ctx, grads.data(), grads.size(), {.bucket_bytes = 2}), Error);
+  EXPECT_THROW(GradientReducer(ctx, nullptr, 10, {}), Error);
+  GradientReducer reducer(ctx, grads.data(), grads.size(),
+                          {.bucket_bytes = 128, .first_bucket_bytes = 128});
+  EXPECT_THROW(reducer.on_grads_ready(0, 10), Error);  // before begin_step
+  EXPECT_THROW(reducer.finish(), Error);
+  reducer.begin_step();
+  EXPECT_THROW(reducer.begin_step(), Error);
+  EXPECT_THROW(reducer.on_grads_ready(250, 7), Error);  // past the end
+  reducer.on_grads_ready(100, 50);
+  try {
+    reducer.on_grads_ready(140, 20);  // overlaps [100, 150)
+    ADD_FAILURE() << "overlapping range accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[140, 160) was already marked ready"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(reducer.on_grads_ready(90, 20), Error);  // overlaps from below
+  reducer.finish();                                     // the step still completes, with the sum
+  EXPECT_EQ(grads[0], float(ctx.world_size()));
+  EXPECT_EQ(grads[255], float(ctx.world_size()));
+}
+
+}  // namespace
+}  // namespace mpiasr::mpi
+
+#include "tests/mpi/mpi_test_main.h"
