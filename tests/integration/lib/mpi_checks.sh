@@ -1,0 +1,89 @@
+# Checks shared by the MPI integration scripts (tests/integration/mpi_*.sh),
+# which source this file; it sits in lib/ so ctest does not run it as a test.
+# The failure checks take the launcher command (mpirun ... or srun ...) as
+# their last arguments.
+
+export GTEST_COLOR=no
+
+mpi_tests=(context_test run_on_test broadcast_test agreement_test collectives_test
+  gradient_reducer_test checkpoint_writers_test)
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+require_tests() {
+  local test
+  for test in "${mpi_tests[@]}" failure_test; do
+    [[ -x "$1/$test" ]] || fail "$1/$test not built (cmake --build $1 --target $test)"
+  done
+}
+
+# run_ok COMMAND...: runs it, prints its output on failure.
+run_ok() {
+  echo "+ $*"
+  local log
+  log=$(mktemp)
+  if ! "$@" >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    fail "$* exited non-zero"
+  fi
+  tail -n 2 "$log"
+  rm -f "$log"
+}
+
+now() { date +%s.%N; }
+elapsed_since() { echo "$(now) - $1" | bc; }
+
+# expect_timeout_abort BUILD TIMEOUT OP STEP LAUNCHER...: the last rank skips
+# the collective OP at step STEP; the job must exit with code 5 (MPI_Abort
+# with kDistributed) within TIMEOUT + 10 s, and some rank must print
+# "rank R: step STEP: OP did not finish within TIMEOUT s".
+expect_timeout_abort() {
+  local build_dir="$1" timeout="$2" op="$3" step="$4"
+  shift 4
+  local scenario=timeout filter=Failure.RankMissingACollectiveAbortsTheJob
+  if [[ "$op" == "gradient all-reduce" ]]; then
+    scenario=reducer_timeout filter=Failure.RankMissingTheGradientReductionAbortsTheJob
+  fi
+  echo "+ MPIASR_TEST_FAILURE=$scenario $* failure_test"
+  local log start rc=0 took
+  log=$(mktemp)
+  start=$(now)
+  MPIASR_TEST_FAILURE=$scenario MPIASR_TEST_TIMEOUT=$timeout \
+    timeout 120 "$@" "$build_dir/failure_test" --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
+  took=$(elapsed_since "$start")
+  if ((rc != 5)) || ! grep -Eq "^rank [0-9]+: step $step: $op did not finish within $timeout s$" "$log" ||
+    (($(echo "$took > $timeout + 10" | bc))); then
+    cat "$log" >&2
+    rm -f "$log"
+    fail "$scenario: exit code $rc (expected 5), ${took} s (limit $timeout + 10), message above"
+  fi
+  grep -E "did not finish" "$log" | head -n 1
+  echo "  exit code $rc after ${took} s"
+  rm -f "$log"
+}
+
+# expect_kill_ends_job BUILD LIMIT LAUNCHER...: the last rank dies of SIGKILL
+# while the others wait in an all-reduce (timeout 300 s); the launcher must
+# end the job with a non-zero code within LIMIT seconds.
+expect_kill_ends_job() {
+  local build_dir="$1" limit="$2"
+  shift 2
+  echo "+ MPIASR_TEST_FAILURE=kill $* failure_test"
+  local log start rc=0 took
+  log=$(mktemp)
+  start=$(now)
+  MPIASR_TEST_FAILURE=kill timeout 120 "$@" "$build_dir/failure_test" \
+    --gtest_filter=Failure.KilledRankEndsTheJob >"$log" 2>&1 || rc=$?
+  took=$(elapsed_since "$start")
+  if ((rc == 0 || rc == 124)) || (($(echo "$took > $limit" | bc))); then
+    cat "$log" >&2
+    rm -f "$log"
+    fail "kill: exit code $rc after ${took} s (expected non-zero within $limit s)"
+  fi
+  echo "  exit code $rc after ${took} s"
+  rm -f "$log"
+}
