@@ -201,6 +201,21 @@ TEST(MergeHeads, IsTheHeadPermutationAndBackwardInvertsIt) {
   EXPECT_EQ(back, ctx);
 }
 
+TEST(MergeHeads, BackwardMatchesFiniteDifferences) {
+  const int B = 2, T = 3, H = 2, Dh = 4;
+  std::mt19937_64 rng(68);
+  auto ctx = random_vector(size_t(B) * H * T * Dh, rng);
+  const auto g = random_vector(ctx.size(), rng);
+  CpuBackend<double> backend(1);
+  std::vector<double> out(ctx.size()), dctx(ctx.size(), 99.0);
+  auto loss = [&] {
+    backend.merge_heads_forward(out.data(), ctx.data(), B, T, H, Dh);
+    return testing::dot(g, out);
+  };
+  backend.merge_heads_backward(dctx.data(), g.data(), B, T, H, Dh);
+  EXPECT_LT(relative_error(dctx, testing::numeric_gradient(ctx, loss)), kGradTolerance);
+}
+
 TEST(Attention, FloatMatchesDouble) {
   const int B = 2, H = 4, T = 50, Dh = 36;
   const std::vector<int32_t> lengths = {50, 31};
