@@ -8,7 +8,8 @@
 // fixed: B <= batching.batch_size). Sorting keeps padding small; nothing is
 // repeated or dropped, so sums over ranks count every utterance once.
 //
-// Per batch: log-probs from Conformer::infer, greedy CTC decoding, the CTC
+// Per batch: log-probs from Conformer::infer, greedy CTC decoding (white
+// space runs in the text collapsed, ends trimmed), the CTC
 // loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
 // short for their transcript are left out of the loss and counted as
 // infeasible), and CER/WER against the manifest transcript.
@@ -25,6 +26,7 @@
 #include "io/fbank.h"
 #include "io/loader.h"
 #include "io/manifest.h"
+#include "io/text_normalize.h"
 #include "io/tokenizer.h"
 #include "kernels/cpu/ctc_loss.h"
 #include "model/conformer.h"
@@ -86,6 +88,7 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
   std::vector<int32_t> lengths;
   std::vector<double> losses;
   const int V = model.config().vocab_size;
+  const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
   while (loader.next(batch)) {
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
     model.infer(batch, logprobs, lengths);
@@ -104,8 +107,9 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
       }
       Hypothesis hypothesis;
       hypothesis.utterance = utterance;
-      hypothesis.text =
-          tokenizer.decode(std::vector<int>(decoded[size_t(b)].begin(), decoded[size_t(b)].end()));
+      hypothesis.text = normalize_text(
+          tokenizer.decode(std::vector<int>(decoded[size_t(b)].begin(), decoded[size_t(b)].end())),
+          kCollapseSpaces);
       hypothesis.errors.add(manifest.utterances[utterance].transcript, hypothesis.text);
       totals.errors.merge(hypothesis.errors);
       if (hypotheses) hypotheses->push_back(std::move(hypothesis));

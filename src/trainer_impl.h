@@ -376,6 +376,14 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
   TrainResult result;
   start_step_ = state_.step;
   start_time_ = Clock::now();
+  if (state_.step >= state_.total_steps) {
+    log_ << "nothing to train: the checkpoint is at step " << state_.step << " and the schedule "
+         << "has " << state_.total_steps << " steps (raise training.max_steps or "
+         << "training.epochs to train on)\n";
+    result.step = state_.step;
+    result.finished = true;
+    return result;
+  }
   while (state_.step < state_.total_steps) {
     const int epoch_before = state_.epoch;
     const bool stop = train_step();
