@@ -1,0 +1,79 @@
+// Optimizer kernels over the flat fp32 buffers:
+//   adamw          one thread per element: adamw_update (kernels/adamw_math.h)
+//                  on w, m, v in float, then the half copy w_act = (half) w
+//   sum_squares    sum g^2 in double, in two stages with a fixed launch shape
+//                  (kReductionBlocks blocks of kThreads grid-striding, block
+//                  sums to partials, one block summing them), so the result
+//                  does not depend on the device or on timing
+//   has_nonfinite  a device flag set by any thread that sees NaN or inf
+#include "kernels/cuda/adamw.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_utils.cuh"
+
+namespace mpiasr {
+
+namespace cuda_kernels {
+namespace {
+
+__global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
+                             AdamWCoefficients<float> c) {
+  MPIASR_GRID_STRIDE(i, n) {
+    float wi = w[i], mi = m[i], vi = v[i];
+    adamw_update(wi, mi, vi, g[i], c);
+    w[i] = wi;
+    m[i] = mi;
+    v[i] = vi;
+    if (w_act) w_act[i] = to_half(wi);
+  }
+}
+
+__global__ void sum_squares_partials_kernel(double* partials, const float* g, size_t n) {
+  __shared__ double reduce[kWarp];
+  double sum = 0.0;
+  MPIASR_GRID_STRIDE(i, n) sum += double(g[i]) * double(g[i]);
+  sum = block_sum(sum, reduce);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+__global__ void sum_partials_kernel(double* result, const double* partials, int count) {
+  __shared__ double reduce[kWarp];
+  double sum = 0.0;
+  for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
+  sum = block_sum(sum, reduce);
+  if (threadIdx.x == 0) *result = sum;
+}
+
+__global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
+  bool found = false;
+  MPIASR_GRID_STRIDE(i, n) found = found || !isfinite(g[i]);
+  if (found) *flag = 1;
+}
+
+}  // namespace
+}  // namespace cuda_kernels
+
+using namespace cuda_kernels;
+
+void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
+                     const AdamWCoefficients<float>& coefficients, cudaStream_t stream) {
+  if (n == 0) return;
+  adamw_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, w_act, g, m, v, n, coefficients);
+  CUDA_CHECK_LAUNCH();
+}
+
+void cuda_sum_squares(double* result, const float* g, size_t n, double* partials,
+                      cudaStream_t stream) {
+  sum_squares_partials_kernel<<<kReductionBlocks, kThreads, 0, stream>>>(partials, g, n);
+  CUDA_CHECK_LAUNCH();
+  sum_partials_kernel<<<1, kThreads, 0, stream>>>(result, partials, kReductionBlocks);
+  CUDA_CHECK_LAUNCH();
+}
+
+void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), stream));
+  if (n == 0) return;
+  has_nonfinite_kernel<<<grid_for(n), kThreads, 0, stream>>>(flag, g, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mpiasr

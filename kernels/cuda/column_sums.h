@@ -1,0 +1,34 @@
+// Launchers of the row-broadcast and column-sum kernels (kernels/cuda/
+// column_sums.cu), used for biases: forward out[m, n] = bias[n] before a GEMM
+// with beta = 1; backward dbias[n] += sum_m dout[m, n].
+//
+// Column sums are deterministic: the M rows are cut into `chunks` contiguous
+// ranges, each range summed in float into partials [chunks, N], and the
+// partials added in chunk order into the fp32 result.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace mpiasr {
+
+constexpr int kMaxColumnChunks = 64;
+
+// The number of row chunks the column sums of M rows use (1 .. kMaxColumnChunks).
+int column_chunks(int64_t M);
+
+// out [M, N] = row [N] on every row.
+void cuda_broadcast_rows(__half* out, const __half* row, int64_t M, int N, cudaStream_t stream);
+
+// sums [N] += sum over m of x [M, N]; partials holds column_chunks(M) * N floats.
+void cuda_add_column_sums(float* sums, const __half* x, int64_t M, int N, float* partials,
+                          cudaStream_t stream);
+
+// out [cols] += sum over k < chunks of partials [chunks, cols], in chunk order.
+void cuda_add_partials(float* out, const float* partials, int chunks, int cols,
+                       cudaStream_t stream);
+
+}  // namespace mpiasr

@@ -1,0 +1,212 @@
+// Conv2d 3x3, stride 2, no padding, channels last, as im2col + GEMM over
+// chunks of whole images (so the im2col matrix stays within a budget of
+// elements, Conv2dScratch::images_per_chunk):
+//   col [rows, 9 Cin]  row r = output pixel (b, i, j) of the chunk, column
+//                      (kh 3 + kw) Cin + ci = inp[b, 2i + kh, 2j + kw, ci]
+//   Wr  [Cout, 9 Cin]  Wr[co, (kh 3 + kw) Cin + ci] = W[co, ci, kh, kw]
+//   forward   out_chunk [rows, Cout] = col Wr^T + bias
+//   backward  dWr += dout_chunk^T col          (fp32 output, beta 1)
+//             dcol = dout_chunk Wr ; dinp = col2im(dcol)
+//             dbias += column sums of dout ; dW += Wr-layout dWr reordered
+// col2im gathers: input pixel (h, w) of an image receives dcol from the
+// output pixels (i, j) = ((h - kh) / 2, (w - kw) / 2) for the taps kh, kw that
+// make both exact and in range, so every dinp element is written by exactly
+// one thread (no atomics). GEMMs: fp16 inputs, fp32 accumulation (gemm.h).
+#include <algorithm>
+
+#include "kernels/cuda/column_sums.h"
+#include "kernels/cuda/conv2d.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/gemm.h"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace cuda_kernels {
+namespace {
+
+int out_size(int n) {
+  return (n - 3) / 2 + 1;
+}
+
+__global__ void weight_rows_kernel(__half* wr, const __half* weight, int Cout, int Cin) {
+  const size_t n = size_t(Cout) * 9 * Cin;
+  MPIASR_GRID_STRIDE(e, n) {
+    const int ci = int(e % size_t(Cin));
+    const int k = int((e / size_t(Cin)) % 9);
+    const int co = int(e / (size_t(9) * Cin));
+    wr[e] = weight[(size_t(co) * Cin + ci) * 9 + k];
+  }
+}
+
+__global__ void add_weight_rows_kernel(float* dweight, const float* dwr, int Cout, int Cin) {
+  const size_t n = size_t(Cout) * 9 * Cin;
+  MPIASR_GRID_STRIDE(e, n) {
+    const int ci = int(e % size_t(Cin));
+    const int k = int((e / size_t(Cin)) % 9);
+    const int co = int(e / (size_t(9) * Cin));
+    dweight[(size_t(co) * Cin + ci) * 9 + k] += dwr[e];
+  }
+}
+
+// col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset to the chunk).
+__global__ void im2col_kernel(__half* col, const __half* inp, int images, int Cin, int H, int W,
+                              int Ho, int Wo) {
+  const size_t K = size_t(9) * Cin;
+  const size_t n = size_t(images) * Ho * Wo * K;
+  MPIASR_GRID_STRIDE(e, n) {
+    const int ci = int(e % size_t(Cin));
+    const int k = int((e / size_t(Cin)) % 9);
+    const size_t r = e / K;
+    const int j = int(r % size_t(Wo));
+    const int i = int((r / size_t(Wo)) % size_t(Ho));
+    const int b = int(r / (size_t(Wo) * Ho));
+    const int h = 2 * i + k / 3, w = 2 * j + k % 3;
+    col[e] = inp[((size_t(b) * H + h) * W + w) * Cin + ci];
+  }
+}
+
+// dinp [images, H, W, Cin] (offset to the chunk) from dcol [images Ho Wo, 9 Cin].
+__global__ void col2im_kernel(__half* dinp, const __half* dcol, int images, int Cin, int H, int W,
+                              int Ho, int Wo) {
+  const size_t n = size_t(images) * H * W * Cin;
+  MPIASR_GRID_STRIDE(e, n) {
+    const int ci = int(e % size_t(Cin));
+    const int w = int((e / size_t(Cin)) % size_t(W));
+    const int h = int((e / (size_t(Cin) * W)) % size_t(H));
+    const int b = int(e / (size_t(Cin) * W * H));
+    float sum = 0.0f;
+    for (int kh = 0; kh < 3; ++kh) {
+      const int di = h - kh;
+      if (di < 0 || di % 2 != 0 || di / 2 >= Ho) continue;
+      for (int kw = 0; kw < 3; ++kw) {
+        const int dj = w - kw;
+        if (dj < 0 || dj % 2 != 0 || dj / 2 >= Wo) continue;
+        const size_t r = (size_t(b) * Ho + di / 2) * Wo + dj / 2;
+        sum += to_float(dcol[r * 9 * Cin + size_t(kh * 3 + kw) * Cin + ci]);
+      }
+    }
+    dinp[e] = to_half(sum);
+  }
+}
+
+}  // namespace
+}  // namespace cuda_kernels
+
+using namespace cuda_kernels;
+
+namespace {
+
+struct ConvShape {
+  int B, Cin, H, W, Cout, Ho, Wo;
+  int K() const { return 9 * Cin; }
+  size_t pixels() const { return size_t(Ho) * Wo; }  // output pixels per image
+};
+
+ConvShape make_shape(int B, int Cin, int H, int W, int Cout) {
+  MPIASR_CHECK(B >= 0 && Cin > 0 && Cout > 0 && H >= 3 && W >= 3,
+               "conv2d needs at least a 3x3 input: B=" << B << " Cin=" << Cin << " H=" << H
+                                                       << " W=" << W << " Cout=" << Cout);
+  return {B, Cin, H, W, Cout, out_size(H), out_size(W)};
+}
+
+void check_scratch(const Conv2dScratch& scratch, bool backward_input, bool backward_weight,
+                   bool backward_bias) {
+  MPIASR_CHECK(scratch.weight_rows && scratch.columns && scratch.images_per_chunk >= 1,
+               "conv2d scratch missing");
+  MPIASR_CHECK(!backward_input || scratch.dcolumns, "conv2d scratch missing dcolumns");
+  MPIASR_CHECK(!backward_weight || scratch.dweight_rows, "conv2d scratch missing dweight_rows");
+  MPIASR_CHECK(!backward_bias || scratch.partials, "conv2d scratch missing partials");
+}
+
+}  // namespace
+
+Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
+                                        size_t column_budget) {
+  const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  Conv2dScratchSizes sizes;
+  const size_t per_image = s.pixels() * size_t(s.K());
+  sizes.images_per_chunk = int(std::clamp<size_t>(column_budget / std::max<size_t>(per_image, 1), 1,
+                                                  size_t(std::max(B, 1))));
+  sizes.weight_rows = size_t(Cout) * s.K();
+  sizes.columns = size_t(sizes.images_per_chunk) * per_image;
+  sizes.dweight_rows = size_t(Cout) * s.K();
+  sizes.partials = size_t(column_chunks(int64_t(B) * int64_t(s.pixels()))) * Cout;
+  return sizes;
+}
+
+void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, __half* out, const __half* inp,
+                         const __half* weight, const __half* bias, int B, int Cin, int H, int W,
+                         int Cout, const Conv2dScratch& scratch) {
+  const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  if (B == 0) return;
+  check_scratch(scratch, false, false, false);
+  const int K = s.K();
+  const int chunk_images = scratch.images_per_chunk;
+  weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(scratch.weight_rows,
+                                                                          weight, Cout, Cin);
+  CUDA_CHECK_LAUNCH();
+  if (bias) cuda_broadcast_rows(out, bias, int64_t(B) * int64_t(s.pixels()), Cout, stream);
+  for (int b0 = 0; b0 < B; b0 += chunk_images) {
+    const int images = std::min(chunk_images, B - b0);
+    const int rows = int(size_t(images) * s.pixels());
+    im2col_kernel<<<grid_for(size_t(rows) * K), kThreads, 0, stream>>>(
+        scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+    CUDA_CHECK_LAUNCH();
+    // out_chunk [rows, Cout] = col [rows, K] Wr^T + (bias ? out_chunk : 0)
+    cuda_gemm(handle, false, true, rows, Cout, K, 1.0f, scratch.columns, K, 0, scratch.weight_rows,
+              K, 0, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, CUDA_R_16F, Cout, 0,
+              1);
+  }
+}
+
+void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* dinp, float* dweight,
+                          float* dbias, const __half* dout, const __half* inp, const __half* weight,
+                          int B, int Cin, int H, int W, int Cout, const Conv2dScratch& scratch) {
+  const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  if (B == 0) return;
+  check_scratch(scratch, dinp != nullptr, dweight != nullptr, dbias != nullptr);
+  const int K = s.K();
+  if (dbias) {
+    cuda_add_column_sums(dbias, dout, int64_t(B) * int64_t(s.pixels()), Cout, scratch.partials,
+                         stream);
+  }
+  if (!dinp && !dweight) return;
+  const int chunk_images = scratch.images_per_chunk;
+  weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(scratch.weight_rows,
+                                                                          weight, Cout, Cin);
+  CUDA_CHECK_LAUNCH();
+  if (dweight) {
+    CUDA_CHECK(cudaMemsetAsync(scratch.dweight_rows, 0, sizeof(float) * size_t(Cout) * K, stream));
+  }
+  for (int b0 = 0; b0 < B; b0 += chunk_images) {
+    const int images = std::min(chunk_images, B - b0);
+    const int rows = int(size_t(images) * s.pixels());
+    const __half* dout_chunk = dout + size_t(b0) * s.pixels() * Cout;
+    if (dweight) {
+      im2col_kernel<<<grid_for(size_t(rows) * K), kThreads, 0, stream>>>(
+          scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+      CUDA_CHECK_LAUNCH();
+      // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
+      cuda_gemm(handle, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, 0, scratch.columns, K,
+                0, 1.0f, scratch.dweight_rows, CUDA_R_32F, K, 0, 1);
+    }
+    if (dinp) {
+      // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
+      cuda_gemm(handle, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, 0, scratch.weight_rows,
+                K, 0, 0.0f, scratch.dcolumns, CUDA_R_16F, K, 0, 1);
+      const size_t n = size_t(images) * H * W * Cin;
+      col2im_kernel<<<grid_for(n), kThreads, 0, stream>>>(
+          dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho, s.Wo);
+      CUDA_CHECK_LAUNCH();
+    }
+  }
+  if (dweight) {
+    add_weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(
+        dweight, scratch.dweight_rows, Cout, Cin);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+}  // namespace mpiasr

@@ -1,0 +1,229 @@
+// The output head's loss: log-softmax in fp32 and CTC in double log space.
+//
+// Log-softmax over V of each row of logits [N, V]: one warp per row,
+//   y = x - (max + log sum exp(x - max)),  in float (half logits, float out).
+//
+// CTC (blank = 0), the math of kernels/ctc_math.h (the CPU backend's), one
+// thread block per utterance (as warp-ctc does), S = 2L + 1 states:
+//   1. zero the utterance's gradient rows [T, V]; stop at +inf loss and zero
+//      gradient when the target needs more frames than there are, and at loss
+//      0 for an empty input with an empty target
+//   2. alpha [frames, S] in the double scratch, a frame per barrier step,
+//      states outside the window of complete paths at log zero
+//   3. log p = logsumexp of the last two states; -log p is the loss
+//   4. beta, from the last frame down, in two rows after the alpha table; once
+//      beta_t is known the gradient of frame t is written:
+//        g[t, k] = scale (exp(lp_t(k)) - sum_{s : l'_s = k} gamma_t(s))
+//      with the occupancies gamma_t(s) in shared memory, summed for the blank
+//      over the even states (block reduction) and for each distinct label over
+//      the chain of its repeats in the target (next[i]: the next j > i with
+//      y_j = y_i); all k first get scale exp(lp_t(k)), then after a barrier the
+//      blank and the target's labels are overwritten with the difference.
+// Shared memory: targets, next and first-occurrence flags (int [L] each),
+// gamma [S] and label sums [L] (double).
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/ctc_math.h"
+#include "kernels/cuda/ctc_loss.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_utils.cuh"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace cuda_kernels {
+namespace {
+
+constexpr int kRowsPerBlock = kThreads / kWarp;
+constexpr int kCtcThreads = 256;
+// Dynamic shared memory a block may use without opting in to more: 48 KiB in
+// all, less the static reduction buffer.
+constexpr size_t kCtcSharedLimit = 48 * 1024 - kWarp * sizeof(double);
+
+size_t ctc_shared_bytes(int L) {
+  const size_t S = size_t(2 * L + 1);
+  return 3 * sizeof(int) * size_t(L) + sizeof(double) * (S + size_t(L));
+}
+
+__global__ void log_softmax_kernel(float* logprobs, const __half* logits, int N, int V) {
+  const int lane = threadIdx.x % kWarp;
+  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
+  if (row >= N) return;
+  const __half* x = logits + size_t(row) * V;
+  float* y = logprobs + size_t(row) * V;
+  float max = -INFINITY;
+  for (int v = lane; v < V; v += kWarp) max = fmaxf(max, to_float(x[v]));
+  max = warp_max(max);
+  float sum = 0.0f;
+  for (int v = lane; v < V; v += kWarp) sum += expf(to_float(x[v]) - max);
+  const float log_norm = max + logf(warp_sum(sum));
+  for (int v = lane; v < V; v += kWarp) y[v] = to_float(x[v]) - log_norm;
+}
+
+__global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprobs,
+                           CtcDeviceArgs args, int T_pad, int V) {
+  extern __shared__ double shared_doubles[];
+  __shared__ double reduce[kWarp];
+  const int b = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
+  const int L = args.target_lengths[b], frames = args.input_lengths[b], S = 2 * L + 1;
+  const double scale = args.grad_scale ? args.grad_scale[b] : 0.0;
+  const float* lp = logprobs + size_t(b) * T_pad * V;
+  __half* grad = dlogits ? dlogits + size_t(b) * T_pad * V : nullptr;
+
+  double* gamma = shared_doubles;                          // [S]
+  double* label_sum = gamma + S;                           // [L]
+  int32_t* y = reinterpret_cast<int32_t*>(label_sum + L);  // [L]
+  int32_t* next = y + L;                                   // [L]
+  int32_t* first = next + L;                               // [L]
+
+  // 1. zeroed gradient, targets in shared memory, trivial outcomes.
+  if (grad) {
+    for (size_t e = tid; e < size_t(T_pad) * V; e += threads) grad[e] = to_half(0.0f);
+  }
+  const int32_t* target = args.targets + args.target_offsets[b];
+  for (int i = tid; i < L; i += threads) y[i] = target[i];
+  __syncthreads();
+  for (int i = tid; i < L; i += threads) {
+    int n = -1;
+    for (int j = i + 1; j < L && n < 0; ++j) n = y[j] == y[i] ? j : -1;
+    bool is_first = true;
+    for (int j = 0; j < i && is_first; ++j) is_first = y[j] != y[i];
+    next[i] = n;
+    first[i] = is_first ? 1 : 0;
+  }
+  if (ctc_min_frames(y, L) > frames) {
+    if (tid == 0) losses[b] = INFINITY;
+    return;
+  }
+  if (frames == 0) {
+    if (tid == 0) losses[b] = 0.0;
+    return;
+  }
+  auto lp_at = [&](int t, int k) { return double(lp[size_t(t) * V + k]); };
+
+  // 2. alpha.
+  double* alpha = args.scratch + args.scratch_offsets[b];  // [frames, S]
+  for (int s = tid; s < S; s += threads) {
+    double value = log_zero<double>();
+    if (s == 0) value = lp_at(0, 0);
+    if (s == 1) value = lp_at(0, y[0]);
+    alpha[s] = value;
+  }
+  __syncthreads();
+  for (int t = 1; t < frames; ++t) {
+    const double* prev = alpha + size_t(t - 1) * S;
+    double* row = alpha + size_t(t) * S;
+    const int begin = ctc_window_begin(S, frames, t), end = ctc_window_end(S, t);
+    for (int s = tid; s < S; s += threads) {
+      row[s] = s >= begin && s < end ? ctc_alpha(prev, y, s, lp_at(t, ctc_state_label(y, s)))
+                                     : log_zero<double>();
+    }
+    __syncthreads();
+  }
+
+  // 3. likelihood.
+  const double* last = alpha + size_t(frames - 1) * S;
+  const double log_p = L > 0 ? log_add(last[S - 1], last[S - 2]) : last[S - 1];
+  if (tid == 0) losses[b] = log_p == log_zero<double>() ? double(INFINITY) : -log_p;
+  if (!grad || log_p == log_zero<double>()) return;
+
+  // 4. beta and the gradient, frame by frame from the end.
+  double* beta_rows = alpha + size_t(frames) * S;  // [2, S]
+  for (int t = frames - 1; t >= 0; --t) {
+    double* row = beta_rows + size_t(t % 2) * S;
+    const double* next_row = beta_rows + size_t((t + 1) % 2) * S;
+    const int begin = ctc_window_begin(S, frames, t), end = ctc_window_end(S, t);
+    for (int s = tid; s < S; s += threads) {
+      double value = log_zero<double>();
+      if (t == frames - 1) {
+        if (s == S - 1) value = lp_at(t, 0);
+        if (L > 0 && s == S - 2) value = lp_at(t, y[L - 1]);
+      } else if (s >= begin && s < end) {
+        value = ctc_beta(next_row, y, s, S, lp_at(t, ctc_state_label(y, s)));
+      }
+      row[s] = value;
+    }
+    __syncthreads();
+
+    const double* a = alpha + size_t(t) * S;
+    double blank = 0.0;
+    for (int s = tid; s < S; s += threads) {
+      const double g = s >= begin && s < end
+                           ? ctc_occupancy(a[s], row[s], lp_at(t, ctc_state_label(y, s)), log_p)
+                           : 0.0;
+      gamma[s] = g;
+      if (s % 2 == 0) blank += g;
+    }
+    blank = block_sum(blank, reduce);  // its barriers also publish gamma
+    for (int i = tid; i < L; i += threads) {
+      if (!first[i]) continue;
+      double sum = 0.0;
+      for (int j = i; j >= 0; j = next[j]) sum += gamma[2 * j + 1];
+      label_sum[i] = sum;
+    }
+    __half* g_row = grad + size_t(t) * V;
+    for (int k = tid; k < V; k += threads) g_row[k] = to_half(float(scale * exp(lp_at(t, k))));
+    __syncthreads();
+    if (tid == 0) g_row[0] = to_half(float(scale * (exp(lp_at(t, 0)) - blank)));
+    for (int i = tid; i < L; i += threads) {
+      if (first[i]) g_row[y[i]] = to_half(float(scale * (exp(lp_at(t, y[i])) - label_sum[i])));
+    }
+    __syncthreads();  // the beta row written next frame is read above
+  }
+}
+
+}  // namespace
+}  // namespace cuda_kernels
+
+using namespace cuda_kernels;
+
+void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int V,
+                              cudaStream_t stream) {
+  if (N <= 0 || V <= 0) return;
+  const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
+  log_softmax_kernel<<<blocks, kThreads, 0, stream>>>(logprobs, logits, N, V);
+  CUDA_CHECK_LAUNCH();
+}
+
+CtcLayout ctc_layout(const int32_t* target_lengths, const int32_t* input_lengths, int B) {
+  CtcLayout layout;
+  layout.target_offsets.resize(size_t(B));
+  layout.scratch_offsets.resize(size_t(B));
+  int64_t targets = 0;
+  size_t scratch = 0;
+  for (int b = 0; b < B; ++b) {
+    layout.target_offsets[size_t(b)] = targets;
+    layout.scratch_offsets[size_t(b)] = int64_t(scratch);
+    targets += target_lengths[b];
+    scratch += size_t(input_lengths[b] + 2) * size_t(2 * target_lengths[b] + 1);
+    layout.max_target_length = std::max(layout.max_target_length, int(target_lengths[b]));
+  }
+  layout.scratch_doubles = scratch;
+  return layout;
+}
+
+int cuda_ctc_max_target_length() {
+  int L = 0;
+  while (ctc_shared_bytes(L + 1) <= kCtcSharedLimit) ++L;
+  return L;
+}
+
+void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
+                   const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
+                   cudaStream_t stream) {
+  if (B <= 0) return;
+  MPIASR_CHECK(!dlogits || args.grad_scale, "ctc_loss: dlogits requested without grad_scale");
+  if (max_target_length > cuda_ctc_max_target_length()) {
+    MPIASR_FAIL(ExitCode::kBadInput, "ctc_loss: a target of "
+                                         << max_target_length
+                                         << " tokens is longer than the CUDA kernel takes ("
+                                         << cuda_ctc_max_target_length()
+                                         << "); split the utterance or use a larger vocabulary");
+  }
+  const size_t shared = ctc_shared_bytes(max_target_length);
+  ctc_kernel<<<unsigned(B), kCtcThreads, shared, stream>>>(losses, dlogits, logprobs, args, T, V);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mpiasr

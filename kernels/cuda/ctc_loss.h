@@ -1,0 +1,49 @@
+// Launchers of the output-head kernels (kernels/cuda/ctc_loss.cu): the fp32
+// log-softmax and the CTC loss with its gradient.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace mpiasr {
+
+// logprobs [N, V] (float) = log-softmax over V of logits [N, V] (half).
+void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int V,
+                              cudaStream_t stream);
+
+// Where each utterance's data lies in the device arrays of one CTC call,
+// computed on the host from the host length arrays.
+struct CtcLayout {
+  std::vector<int64_t> target_offsets;   // [B] into the concatenated targets
+  std::vector<int64_t> scratch_offsets;  // [B] into the double scratch
+  size_t scratch_doubles = 0;            // (frames + 2) (2 L + 1) summed over utterances
+  int max_target_length = 0;
+};
+CtcLayout ctc_layout(const int32_t* target_lengths, const int32_t* input_lengths, int B);
+
+// The longest target the kernel takes (its shared memory grows with it).
+int cuda_ctc_max_target_length();
+
+// Device arrays of one call (all [B] unless noted).
+struct CtcDeviceArgs {
+  const int32_t* targets = nullptr;  // concatenated, [sum target_lengths]
+  const int64_t* target_offsets = nullptr;
+  const int32_t* target_lengths = nullptr;
+  const int32_t* input_lengths = nullptr;
+  const double* grad_scale = nullptr;  // may be null when dlogits is null
+  const int64_t* scratch_offsets = nullptr;
+  double* scratch = nullptr;  // CtcLayout::scratch_doubles
+};
+
+// losses [B] (device) = -log p(y_b | x_b), +inf when infeasible; dlogits
+// [B, T, V] (may be null) = grad_scale[b] (softmax - occupancy) at valid
+// frames, 0 elsewhere. max_target_length from ctc_layout.
+void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
+                   const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
+                   cudaStream_t stream);
+
+}  // namespace mpiasr

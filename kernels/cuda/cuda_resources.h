@@ -1,0 +1,99 @@
+// RAII owners of CUDA handles: a stream, an event and a cuBLAS handle. Each
+// creates its handle in the constructor (checked), destroys it in the
+// destructor (errors there are ignored: a destructor must not throw, and a
+// failing device has already reported through the calls that used it), and
+// is movable but not copyable.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <utility>
+
+#include "kernels/cuda/cuda_check.h"
+
+namespace mpiasr {
+
+// A non-blocking stream: it does not synchronize with the legacy default stream.
+class CudaStream {
+ public:
+  CudaStream() { CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  ~CudaStream() {
+    if (stream_) (void)cudaStreamDestroy(stream_);
+  }
+  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  CudaStream& operator=(CudaStream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+
+  cudaStream_t get() const { return stream_; }
+  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+// An event without timing (cheapest to record and wait on) unless timing is asked for.
+class CudaEvent {
+ public:
+  explicit CudaEvent(bool timing = false) {
+    CUDA_CHECK(
+        cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  }
+  ~CudaEvent() {
+    if (event_) (void)cudaEventDestroy(event_);
+  }
+  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+
+  cudaEvent_t get() const { return event_; }
+  void record(cudaStream_t stream) const { CUDA_CHECK(cudaEventRecord(event_, stream)); }
+  // Makes `stream` wait (on the device) until this event's work is done.
+  void wait_on(cudaStream_t stream) const { CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+  // Whether the recorded work is done; never blocks.
+  bool done() const {
+    const cudaError_t status = cudaEventQuery(event_);
+    if (status == cudaErrorNotReady) return false;
+    CUDA_CHECK(status);
+    return true;
+  }
+  // Milliseconds between `start` and this event (both recorded with timing).
+  float elapsed_ms_since(const CudaEvent& start) const {
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+class CublasHandle {
+ public:
+  CublasHandle() { CUBLAS_CHECK(cublasCreate(&handle_)); }
+  ~CublasHandle() {
+    if (handle_) (void)cublasDestroy(handle_);
+  }
+  CublasHandle(CublasHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  CublasHandle& operator=(CublasHandle&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  CublasHandle(const CublasHandle&) = delete;
+  CublasHandle& operator=(const CublasHandle&) = delete;
+
+  cublasHandle_t get() const { return handle_; }
+
+ private:
+  cublasHandle_t handle_ = nullptr;
+};
+
+}  // namespace mpiasr

@@ -1,0 +1,160 @@
+// Depthwise Conv1d over time with "same" padding (pad = (K - 1) / 2), masked
+// at padding, on [B, T, C] (channels contiguous) with weight [C, K]:
+//   y[b, t, c] = bias[c] + sum_k w[c, k] x[b, t + k - pad, c]   for t < L_b
+//   (x[b, s, c] = 0 for s outside [0, L_b); y = 0 for t >= L_b)
+// Backward, for s < L_b (0 elsewhere):
+//   dx[b, s, c] = sum_k w[c, k] dy[b, s - k + pad, c]   over outputs t = s - k + pad < L_b
+//   dw[c, k] += sum_{b, t < L_b} dy[b, t, c] x[b, t + k - pad, c]     db[c] += sum dy
+// Forward and dx: one thread per (b, t, c), float accumulation. dw, db: the
+// (K + 1) C sums are columns j = k C + c (k = K is the bias) summed over row
+// chunks of the B T frames into partials [chunks, (K + 1) C], then added in
+// chunk order: deterministic, no atomics.
+#include "kernels/cuda/column_sums.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/depthwise_conv1d.h"
+#include "kernels/cuda/device_utils.cuh"
+#include "src/error.h"
+
+namespace mpiasr {
+
+namespace cuda_kernels {
+namespace {
+
+__global__ void depthwise_forward_kernel(__half* out, const __half* inp, const __half* weight,
+                                         const __half* bias, const int32_t* lengths, int B, int T,
+                                         int C, int K) {
+  const int pad = (K - 1) / 2;
+  const size_t n = size_t(B) * T * C;
+  MPIASR_GRID_STRIDE(j, n) {
+    const int c = int(j % size_t(C));
+    const size_t row = j / size_t(C);
+    const int t = int(row % size_t(T)), b = int(row / size_t(T));
+    const int valid = lengths[b];
+    if (t >= valid) {
+      out[j] = to_half(0.0f);
+      continue;
+    }
+    float acc = bias ? to_float(bias[c]) : 0.0f;
+    const int k_begin = max(0, pad - t), k_end = min(K, valid - t + pad);
+    for (int k = k_begin; k < k_end; ++k) {
+      acc += to_float(weight[size_t(c) * K + k]) *
+             to_float(inp[(size_t(b) * T + t + k - pad) * C + c]);
+    }
+    out[j] = to_half(acc);
+  }
+}
+
+__global__ void depthwise_backward_input_kernel(__half* dinp, const __half* dout,
+                                                const __half* weight, const int32_t* lengths, int B,
+                                                int T, int C, int K) {
+  const int pad = (K - 1) / 2;
+  const size_t n = size_t(B) * T * C;
+  MPIASR_GRID_STRIDE(j, n) {
+    const int c = int(j % size_t(C));
+    const size_t row = j / size_t(C);
+    const int s = int(row % size_t(T)), b = int(row / size_t(T));
+    const int valid = lengths[b];
+    float acc = 0.0f;
+    if (s < valid) {
+      const int k_begin = max(0, s + pad - valid + 1), k_end = min(K, s + pad + 1);
+      for (int k = k_begin; k < k_end; ++k) {
+        acc += to_float(weight[size_t(c) * K + k]) *
+               to_float(dout[(size_t(b) * T + s - k + pad) * C + c]);
+      }
+    }
+    dinp[j] = to_half(acc);
+  }
+}
+
+// partials [chunks, (K + 1) C]: column j = k C + c of chunk `blockIdx.y`.
+__global__ void depthwise_param_partials_kernel(float* partials, const __half* dout,
+                                                const __half* inp, const int32_t* lengths, int B,
+                                                int T, int C, int K, int rows_per_chunk) {
+  const int cols = (K + 1) * C;
+  const int j = blockIdx.x * blockDim.x + threadIdx.x;
+  const int chunk = blockIdx.y;
+  if (j >= cols) return;
+  const int k = j / C, c = j % C, pad = (K - 1) / 2;
+  const int rows = B * T;
+  const int begin = chunk * rows_per_chunk;
+  const int end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
+  float sum = 0.0f;
+  for (int r = begin; r < end; ++r) {
+    const int b = r / T, t = r % T, valid = lengths[b];
+    if (t >= valid) continue;
+    const float dy = to_float(dout[size_t(r) * C + c]);
+    if (k == K) {
+      sum += dy;
+      continue;
+    }
+    const int src = t + k - pad;
+    if (src >= 0 && src < valid) sum += dy * to_float(inp[(size_t(b) * T + src) * C + c]);
+  }
+  partials[size_t(chunk) * cols + j] = sum;
+}
+
+// dweight [C, K] and dbias [C] += the partials of columns k C + c, in chunk order.
+__global__ void depthwise_add_partials_kernel(float* dweight, float* dbias, const float* partials,
+                                              int chunks, int C, int K) {
+  const int cols = (K + 1) * C;
+  MPIASR_GRID_STRIDE(j, cols) {
+    const int k = int(j) / C, c = int(j) % C;
+    float sum = 0.0f;
+    for (int chunk = 0; chunk < chunks; ++chunk) sum += partials[size_t(chunk) * cols + j];
+    if (k < K && dweight) dweight[size_t(c) * K + k] += sum;
+    if (k == K && dbias) dbias[c] += sum;
+  }
+}
+
+}  // namespace
+}  // namespace cuda_kernels
+
+using namespace cuda_kernels;
+
+namespace {
+void check_kernel_size(int K) {
+  MPIASR_CHECK(K > 0 && K % 2 == 1, "depthwise conv1d needs an odd kernel size, got " << K);
+}
+}  // namespace
+
+void cuda_depthwise_conv1d_forward(__half* out, const __half* inp, const __half* weight,
+                                   const __half* bias, const int32_t* lengths, int B, int T, int C,
+                                   int K, cudaStream_t stream) {
+  check_kernel_size(K);
+  const size_t n = size_t(B) * T * C;
+  if (n == 0) return;
+  depthwise_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, inp, weight, bias, lengths, B,
+                                                                 T, C, K);
+  CUDA_CHECK_LAUNCH();
+}
+
+size_t depthwise_conv1d_partials(int B, int T, int C, int K) {
+  return size_t(column_chunks(int64_t(B) * T)) * size_t(K + 1) * size_t(C);
+}
+
+void cuda_depthwise_conv1d_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
+                                    const __half* inp, const __half* weight, const int32_t* lengths,
+                                    int B, int T, int C, int K, float* partials,
+                                    cudaStream_t stream) {
+  check_kernel_size(K);
+  const size_t n = size_t(B) * T * C;
+  if (n == 0) return;
+  if (dinp) {
+    depthwise_backward_input_kernel<<<grid_for(n), kThreads, 0, stream>>>(dinp, dout, weight,
+                                                                          lengths, B, T, C, K);
+    CUDA_CHECK_LAUNCH();
+  }
+  if (!dweight && !dbias) return;
+  const int rows = B * T, chunks = column_chunks(rows);
+  const int rows_per_chunk = (rows + chunks - 1) / chunks;
+  const int cols = (K + 1) * C;
+  const dim3 grid(unsigned((cols + kThreads - 1) / kThreads), unsigned(chunks));
+  depthwise_param_partials_kernel<<<grid, kThreads, 0, stream>>>(partials, dout, inp, lengths, B, T,
+                                                                 C, K, rows_per_chunk);
+  CUDA_CHECK_LAUNCH();
+  depthwise_add_partials_kernel<<<grid_for(size_t(cols)), kThreads, 0, stream>>>(
+      dweight, dbias, partials, chunks, C, K);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace mpiasr
