@@ -1,0 +1,168 @@
+// NCCL bootstrap over MPI and the communicator's error handling (see
+// nccl_communicator.h).
+#include "mpi/cuda/nccl_communicator.h"
+
+#include <cuda_runtime.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <thread>
+#include <utility>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/cuda_device.h"
+#include "mpi/mpi_check.h"
+#include "mpi/timeout.h"
+
+namespace mpiasr::mpi {
+
+namespace {
+
+// Polls `poll` (spinning first, then every 100 us) until it returns true or
+// `seconds` pass; returns whether it finished.
+bool poll_until(const std::function<bool()>& poll, double seconds) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  constexpr int kSpinPolls = 200;
+  for (int polls = 0;; ++polls) {
+    if (poll()) return true;
+    if (Clock::now() > deadline) return false;
+    if (polls < kSpinPolls) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+    }
+  }
+}
+
+}  // namespace
+
+int cuda_device_for_rank(int local_rank, int local_size, int device_count,
+                         const std::string& node) {
+  MPIASR_CHECK(local_rank >= 0 && local_rank < local_size,
+               "local rank " << local_rank << " of " << local_size);
+  if (device_count < 1) {
+    MPIASR_FAIL(ExitCode::kUsage, node << " has no CUDA device for local rank " << local_rank);
+  }
+  if (local_size > device_count) {
+    MPIASR_FAIL(ExitCode::kUsage, node << " runs " << local_size << " ranks but has "
+                                       << device_count << " visible CUDA devices; start at most "
+                                       << device_count
+                                       << " ranks per node (one GPU per rank) or train on the "
+                                          "CPU (training.device = cpu)");
+  }
+  return local_rank % device_count;
+}
+
+int select_cuda_device(const Context& ctx) {
+  const CudaDeviceCount devices = cuda_device_count();
+  if (devices.count == 0) {
+    MPIASR_FAIL(ExitCode::kUsage, ctx.rank_name(ctx.world_rank())
+                                      << ": no CUDA device: " << devices.error);
+  }
+  const int device = cuda_device_for_rank(ctx.local_rank(), ctx.local_size(), devices.count,
+                                          ctx.node_name(ctx.node_index()));
+  CUDA_CHECK(cudaSetDevice(device));
+  return device;
+}
+
+ncclUniqueId broadcast_nccl_unique_id(const Context& ctx, MPI_Comm comm) {
+  int rank = 0;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  ncclUniqueId id{};
+  if (rank == 0) NCCL_CHECK(ncclGetUniqueId(&id));
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Ibcast(&id, int(sizeof id), MPI_BYTE, 0, comm, &request));
+  wait_or_abort(ctx, request, "NCCL unique id broadcast");
+  return id;
+}
+
+NcclCommunicator NcclCommunicator::create(const Context& ctx, MPI_Comm comm,
+                                          const std::string& name) {
+  int rank = 0, size = 1;
+  MPI_CHECK(MPI_Comm_rank(comm, &rank));
+  MPI_CHECK(MPI_Comm_size(comm, &size));
+  const ncclUniqueId id = broadcast_nccl_unique_id(ctx, comm);
+  NcclCommunicator result(ctx, name, rank, size);
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  const ncclResult_t status = ncclCommInitRankConfig(&result.comm_, size, id, rank, &config);
+  result.complete(status, "ncclCommInitRankConfig");
+  return result;
+}
+
+NcclCommunicator::NcclCommunicator(NcclCommunicator&& other) noexcept
+    : ctx_(other.ctx_),
+      name_(std::move(other.name_)),
+      rank_(other.rank_),
+      size_(other.size_),
+      comm_(std::exchange(other.comm_, nullptr)) {}
+
+NcclCommunicator& NcclCommunicator::operator=(NcclCommunicator&& other) noexcept {
+  std::swap(ctx_, other.ctx_);
+  std::swap(name_, other.name_);
+  std::swap(rank_, other.rank_);
+  std::swap(size_, other.size_);
+  std::swap(comm_, other.comm_);
+  return *this;
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (!comm_) return;
+  // Finalize flushes outstanding work; a communicator that cannot finish it
+  // in time (a peer is gone) is aborted instead. Destructors do not throw.
+  ncclResult_t state = ncclCommFinalize(comm_);
+  const bool finalized = poll_until(
+      [&] {
+        if (state == ncclInProgress && ncclCommGetAsyncError(comm_, &state) != ncclSuccess) {
+          state = ncclInternalError;
+        }
+        return state != ncclInProgress;
+      },
+      ctx_->timeout_s());
+  if (finalized && state == ncclSuccess) {
+    (void)ncclCommDestroy(comm_);
+  } else {
+    (void)ncclCommAbort(comm_);
+  }
+}
+
+void NcclCommunicator::complete(ncclResult_t result, const char* op) {
+  if (result == ncclSuccess) return;
+  if (result != ncclInProgress) abort_job(ncclGetErrorString(result), op);
+  wait([] { return true; }, op);
+}
+
+void NcclCommunicator::wait(const std::function<bool()>& done, const char* op) {
+  ncclResult_t state = ncclSuccess;
+  const bool finished = poll_until(
+      [&] {
+        const ncclResult_t query = ncclCommGetAsyncError(comm_, &state);
+        if (query != ncclSuccess) state = query;
+        if (state != ncclSuccess && state != ncclInProgress) return true;
+        return state == ncclSuccess && done();
+      },
+      ctx_->timeout_s());
+  if (!finished) {
+    std::ostringstream reason;
+    reason << "did not finish within " << ctx_->timeout_s() << " s";
+    abort_job(reason.str(), op);
+  }
+  if (state != ncclSuccess) abort_job(ncclGetErrorString(state), op);
+}
+
+void NcclCommunicator::abort_job(const std::string& reason, const char* op) {
+  std::ostringstream message;
+  message << "rank " << ctx_->world_rank() << ": step " << ctx_->step() << ": " << op << " (NCCL, "
+          << name_ << " communicator): " << reason << "\n";
+  std::fputs(message.str().c_str(), stderr);
+  std::fflush(stderr);
+  if (comm_) (void)ncclCommAbort(comm_);
+  comm_ = nullptr;
+  MPI_Abort(MPI_COMM_WORLD, int(ExitCode::kDistributed));
+  std::_Exit(int(ExitCode::kDistributed));  // MPI_Abort does not return; in case it does
+}
+
+}  // namespace mpiasr::mpi

@@ -1,0 +1,95 @@
+// NcclGradientReducer: sums the fp32 gradients on the GPU over all ranks with
+// NCCL while backward runs (the CUDA counterpart of mpi/gradient_reducer.h,
+// with the same buckets and step protocol).
+//
+// Buckets. The flat gradient buffer grads[0, count) (device memory) is cut
+// from its END, because backward finishes the last layers first:
+//   bucket 0 = [count - F, count), bucket 1 = [count - F - B, count - F), ...
+// F = first_bucket_bytes / 4 elements (small, so communication starts early),
+// B = bucket_bytes / 4; the last bucket ends at element 0.
+//
+// Step protocol: begin_step(); on_grads_ready(offset, n) for each range
+// backward has made final (any order, no overlaps); finish(). Once every
+// element of a bucket is marked, and every bucket before it has started, the
+// bucket starts: an event recorded on the compute stream (after the kernels
+// that wrote those gradients), the communication stream waits on it, and
+// ncclAllReduce(SUM, in place) is queued there. Buckets start in index order,
+// so every rank issues the same collectives in the same order.
+// finish() starts what is left (unmarked elements are padding), makes the
+// compute stream wait for the last all-reduce (so the optimizer sees the
+// sums) and blocks the host until it is done, with the context's timeout; an
+// NCCL error or a timeout aborts the communicator and the job, naming rank,
+// step and operation (nccl_communicator.h). Averaging is the caller's
+// business (the loss divisor), as on the CPU.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include "kernels/cuda/cuda_resources.h"
+#include "mpi/cuda/nccl_communicator.h"
+
+namespace mpiasr::mpi {
+
+struct NcclReducerOptions {
+  size_t bucket_bytes = 25 << 20;
+  size_t first_bucket_bytes = 1 << 20;
+  // The end of every marked range is rounded up to a multiple of this many
+  // elements (clamped to count): kParameterAlignment for a ParameterStore's
+  // gradients, so a layer's padding counts as ready with the layer.
+  size_t range_alignment = 1;
+};
+
+class NcclGradientReducer {
+ public:
+  // `comm` and `grads` (device, on the current device) must outlive the
+  // reducer; `compute_stream` is the stream backward runs on.
+  NcclGradientReducer(NcclCommunicator& comm, cudaStream_t compute_stream, float* grads,
+                      size_t count, NcclReducerOptions options = {});
+  NcclGradientReducer(const NcclGradientReducer&) = delete;
+  NcclGradientReducer& operator=(const NcclGradientReducer&) = delete;
+
+  void begin_step();
+  void on_grads_ready(size_t offset, size_t count);
+  void finish();
+
+  // Seconds the last finish() blocked: the communication backward did not hide.
+  double last_wait_seconds() const { return last_wait_seconds_; }
+  // Buckets whose all-reduce was queued before the last finish() was called.
+  size_t last_buckets_started_early() const { return last_started_early_; }
+  size_t num_buckets() const { return buckets_.size(); }
+  // Bucket i as [offset, offset + count) of grads.
+  std::pair<size_t, size_t> bucket_range(size_t i) const;
+
+ private:
+  struct Bucket {
+    size_t begin = 0;
+    size_t count = 0;
+    size_t ready = 0;  // elements marked this step
+  };
+
+  size_t bucket_of(size_t element) const;
+  // Queues the all-reduce of every bucket, in order, that is completely marked.
+  void start_ready_buckets();
+
+  NcclCommunicator& comm_;
+  cudaStream_t compute_stream_;
+  float* grads_;
+  size_t count_;
+  NcclReducerOptions options_;
+  CudaStream comm_stream_;
+  std::vector<Bucket> buckets_;
+  std::vector<CudaEvent> ready_events_;  // one per bucket
+  CudaEvent done_event_;
+  size_t started_ = 0;               // buckets queued this step (a prefix)
+  std::map<size_t, size_t> marked_;  // ranges marked this step: begin -> end
+  bool in_step_ = false;
+  double last_wait_seconds_ = 0.0;
+  size_t last_started_early_ = 0;
+};
+
+}  // namespace mpiasr::mpi

@@ -1,0 +1,173 @@
+// NCCL bootstrapped over MPI (mpi/cuda/nccl_communicator.h) and the NCCL
+// gradient reducer (mpi/cuda/nccl_gradient_reducer.h). ctest runs this as one
+// process; tests/integration/nccl_gpus.sh runs it under mpirun with one rank
+// per GPU. The device rule and the unique-id broadcast need no GPU; the rest
+// skips without one.
+//
+// Gradients are integers in [-1000, 1000], so every summation order gives the
+// exact sum and the reduced values compare with ==.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "mpi/cuda/nccl_communicator.h"
+#include "mpi/cuda/nccl_gradient_reducer.h"
+#include "src/error.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/mpi/mpi_test_util.h"
+
+namespace mpiasr::mpi {
+namespace {
+
+TEST(NcclBootstrap, DeviceIsLocalRankModuloDevices) {
+  EXPECT_EQ(cuda_device_for_rank(0, 1, 1, "node 0"), 0);
+  EXPECT_EQ(cuda_device_for_rank(3, 4, 8, "node 0"), 3);
+  EXPECT_EQ(cuda_device_for_rank(1, 2, 2, "node 0"), 1);
+}
+
+TEST(NcclBootstrap, MoreRanksThanDevicesIsAClearError) {
+  try {
+    cuda_device_for_rank(2, 3, 2, "node 1 (nodeB)");
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    EXPECT_NE(std::string(e.what()).find("node 1 (nodeB) runs 3 ranks but has 2 visible CUDA "
+                                         "devices"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(cuda_device_for_rank(0, 1, 0, "node 0"), Error);
+}
+
+// ncclGetUniqueId needs no GPU: rank 0 makes the id, every rank ends with its bytes.
+TEST(NcclBootstrap, UniqueIdReachesEveryRankFromRankZero) {
+  const Context ctx = test::test_context();
+  const ncclUniqueId id = broadcast_nccl_unique_id(ctx, ctx.world_comm());
+  std::vector<char> all(sizeof id * size_t(ctx.world_size()));
+  ASSERT_EQ(MPI_Allgather(&id, int(sizeof id), MPI_BYTE, all.data(), int(sizeof id), MPI_BYTE,
+                          ctx.world_comm()),
+            MPI_SUCCESS);
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    EXPECT_EQ(std::memcmp(all.data() + sizeof id * size_t(r), all.data(), sizeof id), 0)
+        << "rank " << r;
+  }
+  const ncclUniqueId zero{};
+  EXPECT_NE(std::memcmp(&id, &zero, sizeof id), 0);
+}
+
+TEST(NcclBootstrap, SelectsTheDeviceOfItsLocalRank) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  const int device = select_cuda_device(ctx);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, device);
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  EXPECT_EQ(device, ctx.local_rank() % count);
+}
+
+// rank r contributes r + 1 + i at element i: the sum is size (size + 1) / 2 + size i.
+TEST(NcclBootstrap, WorldAndNodeCommunicatorsSum) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  const int device = select_cuda_device(ctx);
+  CudaBackend be(CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclCommunicator node = NcclCommunicator::create(ctx, ctx.node_comm(), "node");
+  EXPECT_EQ(world.size(), ctx.world_size());
+  EXPECT_EQ(world.rank(), ctx.world_rank());
+  EXPECT_EQ(node.size(), ctx.local_size());
+  EXPECT_EQ(node.rank(), ctx.local_rank());
+
+  const size_t n = 100003;
+  for (NcclCommunicator* comm : {&world, &node}) {
+    std::vector<float> values(n);
+    for (size_t i = 0; i < n; ++i) values[i] = float(comm->rank() + 1) + float(i % 1000);
+    auto data = cuda_test::upload_float(be, values);
+    comm->complete(
+        ncclAllReduce(data->get(), data->get(), n, ncclFloat32, ncclSum, comm->get(), be.stream()),
+        "test all-reduce");
+    const std::vector<float> sums = cuda_test::download(be, data->get(), n);
+    const int size = comm->size();
+    for (size_t i = 0; i < n; i += 997) {
+      ASSERT_EQ(sums[i], float(size * (size + 1) / 2) + float(size) * float(i % 1000))
+          << comm->name() << " element " << i;
+    }
+  }
+}
+
+struct Layout {
+  std::vector<std::pair<size_t, size_t>> layers;  // offset, count (padded to 64)
+  size_t total = 0;
+};
+
+Layout make_layout(const std::vector<size_t>& sizes) {
+  Layout layout;
+  for (size_t size : sizes) {
+    layout.layers.push_back({layout.total, size});
+    layout.total += (size + 63) / 64 * 64;
+  }
+  return layout;
+}
+
+std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank) {
+  std::mt19937 generator(seed * 7919u + uint32_t(rank));
+  std::uniform_int_distribution<int> value(-1000, 1000);
+  std::vector<float> grads(layout.total, 0.0f);
+  for (auto [offset, count] : layout.layers) {
+    for (size_t i = 0; i < count; ++i) grads[offset + i] = float(value(generator));
+  }
+  return grads;
+}
+
+// Layers marked in backward order while the compute stream is still writing
+// them (an async copy per layer, just before its mark), bucket sizes from one
+// element to more than the buffer, two steps each.
+TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  const int device = select_cuda_device(ctx);
+  CudaBackend be(CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  const Layout layout = make_layout({300, 5, 4096, 70, 1, 100000, 64, 999});
+  cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
+
+  for (size_t bucket_bytes : {size_t(4), size_t(1024), size_t(100000), size_t(1) << 24}) {
+    NcclReducerOptions options;
+    options.bucket_bytes = bucket_bytes;
+    options.first_bucket_bytes = std::min<size_t>(bucket_bytes, 256);
+    options.range_alignment = 64;
+    NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
+    for (uint32_t step = 0; step < 2; ++step) {
+      const uint32_t seed = uint32_t(bucket_bytes) + step;
+      const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank());
+      be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
+      be.zero(grads.get(), layout.total * sizeof(float));
+      reducer.begin_step();
+      for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
+        be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
+        reducer.on_grads_ready(it->first, it->second);
+      }
+      reducer.finish();
+      std::vector<float> expected(layout.total, 0.0f);
+      for (int r = 0; r < ctx.world_size(); ++r) {
+        const std::vector<float> theirs = integer_grads(layout, seed, r);
+        for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
+      }
+      EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
+          << "bucket_bytes " << bucket_bytes << " step " << step;
+    }
+    EXPECT_GE(reducer.num_buckets(), 1u);
+  }
+}
+
+}  // namespace
+}  // namespace mpiasr::mpi
+
+#include "tests/mpi/mpi_test_main.h"
