@@ -33,21 +33,22 @@ std::string broadcast_bytes(const Context& ctx, const std::string& bytes, int ro
 }
 
 void broadcast_file(const Context& ctx, const std::string& path, int root) {
-  // Root sends "F" + contents, or "E" + why it could not read the file.
-  std::string payload;
+  // Root sends why it could not read the file ("" when it could), then the file.
+  std::string contents;
+  std::string read_error;
   if (ctx.world_rank() == root) {
     try {
-      payload = "F" + read_file(path);
+      contents = read_file(path);
     } catch (const std::exception& e) {
-      payload = std::string("E") + e.what();
+      read_error = e.what();
     }
   }
-  payload = broadcast_bytes(ctx, payload, root);
-  if (payload.empty() || payload[0] != 'F') {
+  read_error = broadcast_bytes(ctx, read_error, root);
+  if (!read_error.empty()) {
     MPIASR_FAIL(ExitCode::kBadInput, "broadcast_file: " << ctx.rank_name(root) << " cannot read '"
-                                                        << path << "': " << payload.substr(1));
+                                                        << path << "': " << read_error);
   }
-  const std::string_view contents = std::string_view(payload).substr(1);
+  contents = broadcast_bytes(ctx, contents, root);
 
   std::string error;
   if (ctx.is_node_leader()) {

@@ -12,15 +12,16 @@ namespace mpiasr::mpi {
 
 void poll_or_abort(const Context& ctx, const std::function<bool()>& poll, const char* op_name) {
   using Clock = std::chrono::steady_clock;
-  const auto deadline = Clock::now() + std::chrono::duration<double>(ctx.timeout_s());
-  constexpr int kSpinPolls = 200;
-  for (int polls = 0;; ++polls) {
-    if (poll()) return;
-    if (Clock::now() > deadline) abort_on_timeout(ctx, op_name);
-    if (polls < kSpinPolls) {
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::duration<double>(ctx.timeout_s());
+  const auto spin_until = start + std::chrono::seconds(1);
+  while (!poll()) {
+    const auto now = Clock::now();
+    if (now > deadline) abort_on_timeout(ctx, op_name);
+    if (now < spin_until) {
       std::this_thread::yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
 }

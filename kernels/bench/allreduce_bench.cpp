@@ -1,0 +1,137 @@
+// All-reduce speed over MPI, fp32 SUM, as the CPU trainer uses it:
+//  - BM_MpiAllreduce/BYTES: one MPI_Allreduce of BYTES; algbw = bytes / time,
+//    busbw = algbw * 2 (W - 1) / W (what a ring moves per rank, comparable
+//    across world sizes, as nccl-tests reports it).
+//  - BM_OneAllreduce/PARAMS versus BM_Reducer/PARAMS/...: a model's gradients
+//    (PARAMS floats, 40 equal layers) summed by one MPI_Allreduce after
+//    backward, or by the GradientReducer (25 MB buckets, 1 MB first) with the
+//    layers marked in backward order. compute_us > 0 spins that many
+//    microseconds per layer before marking it (a stand-in for backward), and
+//    exposed_ms is the time finish() still blocked: what overlap did not hide.
+// Run by hand; every rank must run the same benchmarks, so iteration counts
+// are fixed and rank 0 alone reports:
+//   mpirun -np 2 build/allreduce_bench
+//   mpirun -np 4 --oversubscribe build/allreduce_bench --benchmark_filter=Mpi
+#include <benchmark/benchmark.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <vector>
+
+#include "mpi/context.h"
+#include "mpi/gradient_reducer.h"
+#include "mpi/runtime.h"
+
+namespace {
+
+using mpiasr::mpi::Context;
+using mpiasr::mpi::GradientReducer;
+
+Context* g_ctx = nullptr;
+
+double bus_factor() {
+  const double w = g_ctx->world_size();
+  return w > 1 ? 2 * (w - 1) / w : 1.0;
+}
+
+void spin_for_us(int64_t microseconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::microseconds(microseconds);
+  while (std::chrono::steady_clock::now() < end) {
+  }
+}
+
+void BM_MpiAllreduce(benchmark::State& state) {
+  const size_t bytes = size_t(state.range(0));
+  std::vector<float> data(bytes / sizeof(float), 1.0f);
+  MPI_Barrier(g_ctx->world_comm());
+  for (auto _ : state) {
+    MPI_Allreduce(MPI_IN_PLACE, data.data(), int(data.size()), MPI_FLOAT, MPI_SUM,
+                  g_ctx->world_comm());
+  }
+  const double per_second = double(bytes) * double(state.iterations());
+  state.counters["algbw_GB/s"] = benchmark::Counter(per_second / 1e9, benchmark::Counter::kIsRate);
+  state.counters["busbw_GB/s"] =
+      benchmark::Counter(per_second * bus_factor() / 1e9, benchmark::Counter::kIsRate);
+}
+
+void BM_OneAllreduce(benchmark::State& state) {
+  const size_t params = size_t(state.range(0));
+  const int64_t compute_us = state.range(1);
+  const size_t layers = 40, layer = params / layers;
+  std::vector<float> grads(layers * layer, 1.0f);
+  MPI_Barrier(g_ctx->world_comm());
+  for (auto _ : state) {
+    for (size_t l = 0; l < layers; ++l) spin_for_us(compute_us);
+    MPI_Allreduce(MPI_IN_PLACE, grads.data(), int(grads.size()), MPI_FLOAT, MPI_SUM,
+                  g_ctx->world_comm());
+  }
+  state.counters["MB"] = double(grads.size() * sizeof(float)) / 1e6;
+}
+
+void BM_Reducer(benchmark::State& state) {
+  const size_t params = size_t(state.range(0));
+  const int64_t compute_us = state.range(1);
+  const bool hierarchical = state.range(2) != 0;
+  const size_t layers = 40, layer = params / layers;
+  std::vector<float> grads(layers * layer, 1.0f);
+  GradientReducer reducer(*g_ctx, grads.data(), grads.size(), {.hierarchical = hierarchical});
+  double exposed = 0;
+  MPI_Barrier(g_ctx->world_comm());
+  for (auto _ : state) {
+    reducer.begin_step();
+    for (size_t l = layers; l-- > 0;) {
+      spin_for_us(compute_us);
+      reducer.on_grads_ready(l * layer, layer);
+    }
+    reducer.finish();
+    exposed += reducer.last_wait_seconds();
+  }
+  state.counters["MB"] = double(grads.size() * sizeof(float)) / 1e6;
+  state.counters["buckets"] = double(reducer.num_buckets());
+  state.counters["exposed_ms"] = 1e3 * exposed / double(state.iterations());
+}
+
+BENCHMARK(BM_MpiAllreduce)
+    ->RangeMultiplier(4)
+    ->Range(4 << 10, 64 << 20)
+    ->Iterations(20)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+// 3.5 M parameters (the `small` preset's scale) and 30 M (`medium`); per-layer
+// compute 0 (pure communication) or 2.5 ms (100 ms of backward).
+BENCHMARK(BM_OneAllreduce)
+    ->ArgsProduct({{3500000, 30000000}, {0, 2500}})
+    ->Iterations(10)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Reducer)
+    ->ArgsProduct({{3500000, 30000000}, {0, 2500}, {0, 1}})
+    ->ArgNames({"params", "compute_us", "hierarchical"})
+    ->Iterations(10)
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+// Rank 0 reports; the others run silently.
+class SilentReporter : public benchmark::BenchmarkReporter {
+ public:
+  bool ReportContext(const benchmark::BenchmarkReporter::Context&) override { return true; }
+  void ReportRuns(const std::vector<Run>&) override {}
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  mpiasr::mpi::Runtime runtime(&argc, &argv);
+  Context ctx = Context::world();
+  g_ctx = &ctx;
+  benchmark::Initialize(&argc, argv);
+  if (ctx.is_main()) {
+    benchmark::AddCustomContext("mpi_world", ctx.describe());
+    benchmark::RunSpecifiedBenchmarks();
+  } else {
+    SilentReporter silent;
+    benchmark::RunSpecifiedBenchmarks(&silent);
+  }
+  benchmark::Shutdown();
+  return 0;
+}
