@@ -34,6 +34,7 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
     end -= size;
   }
   requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
+  completed_.assign(buckets_.size(), 0);
 
   if (options.hierarchical) {
     stage_comms_.push_back(Communicator::duplicate(ctx.node_comm()));
@@ -120,7 +121,6 @@ void GradientReducer::post(size_t b, size_t stage) {
 }
 
 bool GradientReducer::progress() {
-  std::vector<int> completed(buckets_.size());
   for (bool changed = true; changed;) {
     changed = false;
     for (size_t s = 0; s < stages_.size(); ++s) {
@@ -136,11 +136,11 @@ bool GradientReducer::progress() {
       }
     }
     int done = 0;
-    MPI_CHECK(MPI_Testsome(int(requests_.size()), requests_.data(), &done, completed.data(),
+    MPI_CHECK(MPI_Testsome(int(requests_.size()), requests_.data(), &done, completed_.data(),
                            MPI_STATUSES_IGNORE));
     if (done == MPI_UNDEFINED) done = 0;
     for (int i = 0; i < done; ++i) {
-      Bucket& bucket = buckets_[size_t(completed[size_t(i)])];
+      Bucket& bucket = buckets_[size_t(completed_[size_t(i)])];
       bucket.in_flight = false;
       ++bucket.stages_done;
       changed = true;

@@ -41,6 +41,9 @@ namespace mpiasr::mpi {
 struct ReducerOptions {
   size_t bucket_bytes = 25 << 20;
   size_t first_bucket_bytes = 1 << 20;
+  // Reduce within each node, all-reduce among node leaders, broadcast within
+  // each node: less traffic between nodes. On a single node it moves the
+  // data twice and is slower than flat (see kernels/bench/allreduce_bench.cpp).
   bool hierarchical = false;
   // The end of every marked range is rounded up to a multiple of this many
   // elements (clamped to count). Set it to kParameterAlignment when grads is
@@ -93,6 +96,7 @@ class GradientReducer {
   std::vector<Communicator> stage_comms_;
   std::vector<Bucket> buckets_;
   std::vector<MPI_Request> requests_;  // one per bucket
+  std::vector<int> completed_;         // MPI_Testsome's output
   std::vector<size_t> posted_;         // per stage: buckets posted so far (in order)
   std::map<size_t, size_t> marked_;    // ranges marked this step: begin -> end
   bool in_step_ = false;
