@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Checks shared by the MPI integration scripts (tests/integration/mpi_*.sh),
 # which source this file; it sits in lib/ so ctest does not run it as a test.
 # The failure checks take the launcher command (mpirun ... or srun ...) as
@@ -76,7 +77,7 @@ expect_kill_ends_job() {
   local log start rc=0 took
   log=$(mktemp)
   start=$(now)
-  MPIASR_TEST_FAILURE=kill timeout 120 "$@" "$build_dir/failure_test" \
+  MPIASR_TEST_FAILURE="kill" timeout 120 "$@" "$build_dir/failure_test" \
     --gtest_filter=Failure.KilledRankEndsTheJob >"$log" 2>&1 || rc=$?
   took=$(elapsed_since "$start")
   if ((rc == 0 || rc == 124)) || (($(echo "$took > $limit" | bc))); then
