@@ -1,0 +1,180 @@
+// Training throughput of the Conformer-CTC model on one GPU in fp16-mixed
+// (CudaBackend: fp16 activations, fp32 masters, dynamic loss scaling): one
+// optimizer step per iteration as the trainer runs it (zero_grad,
+// forward_backward with the loss scale, global gradient norm, loss-scaler
+// decision, AdamW), on a synthetic batch of 32 utterances of 15 s (1500 frames
+// of 80 mels, N(0, 1) features; 150 random tokens of a 128-token vocabulary)
+// with dropout 0.1. Data loading is not included: it runs on CPU threads
+// beside the GPU in training.
+//
+// Counters: audio_s/s (seconds of audio per second), TFLOP/s from the analytic
+// count of model_bench.cpp (2 flops per multiply-add of every matrix product
+// and convolution of forward and backward; elementwise work not counted) and
+// MFU, its ratio to the device's dense fp16 tensor-core peak.
+//
+// Flags (before Google Benchmark's): --preset=NAME (default medium),
+// --seconds=S (default 10): the run lasts about S seconds, after 3 warm-up
+// steps that also size the iteration count. Without a CUDA device it prints
+// SKIP and exits 0.
+#include <benchmark/benchmark.h>
+#include <cuda_fp16.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_device.h"
+#include "model/conformer.h"
+#include "model/loss_scaler.h"
+#include "model/optimizer.h"
+
+namespace mpiasr {
+namespace {
+
+constexpr int kBatch = 32, kFrames = 1500, kTokens = 150, kVocab = 128;
+constexpr double kFramesPerSecond = 100.0;
+
+// FLOPs of one forward pass (2 per multiply-add) on B utterances of T frames.
+double forward_flops(const ConformerConfig& c, int B, int T) {
+  const double d = c.d_model, f = double(c.ff_mult) * c.d_model, C = c.subsampling_channels;
+  const double T1 = (T - 1) / 2, F1 = (c.n_mels - 1) / 2;
+  const double T2 = subsampled_frames(T), F2 = subsampled_bins(c.n_mels);
+  const double rows = B * T2, Dh = d / c.n_heads;
+  const double conv0 = 2.0 * B * T1 * F1 * C * 9;
+  const double conv1 = 2.0 * B * T2 * F2 * C * C * 9;
+  const double sub_linear = 2.0 * rows * F2 * C * d;
+  const double ffn = 2.0 * (2.0 * rows * d * f * 2);
+  const double attention =
+      2.0 * rows * d * 3 * d + 2.0 * 2.0 * B * c.n_heads * T2 * T2 * Dh + 2.0 * rows * d * d;
+  const double conv_module =
+      2.0 * rows * d * 2 * d + 2.0 * rows * d * c.conv_kernel + 2.0 * rows * d * d;
+  const double head = 2.0 * rows * d * c.vocab_size;
+  return conv0 + conv1 + sub_linear + c.n_layers * (ffn + attention + conv_module) + head;
+}
+
+// Backward computes two products per forward product, except for the first
+// convolution, whose input gradient is not needed.
+double step_flops(const ConformerConfig& c, int B, int T) {
+  const double conv0 = 2.0 * B * ((T - 1) / 2) * ((c.n_mels - 1) / 2) * c.subsampling_channels * 9;
+  return 3.0 * forward_flops(c, B, T) - conv0;
+}
+
+Batch synthetic_batch(uint64_t seed) {
+  Batch batch;
+  batch.batch_size = kBatch;
+  batch.max_frames = kFrames;
+  batch.n_mels = 80;
+  batch.features.resize(size_t(kBatch) * kFrames * batch.n_mels);
+  batch.frame_lengths.resize(kBatch);
+  batch.target_lengths.resize(kBatch);
+  batch.targets.resize(size_t(kBatch) * kTokens);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int32_t> token(1, kVocab - 1);
+  for (size_t i = 0; i < batch.features.size(); ++i) batch.features[i] = normal(rng);
+  for (size_t i = 0; i < batch.targets.size(); ++i) batch.targets[i] = token(rng);
+  for (int b = 0; b < kBatch; ++b) {
+    batch.frame_lengths[size_t(b)] = kFrames;
+    batch.target_lengths[size_t(b)] = kTokens;
+    batch.utterance_indices.push_back(size_t(b));
+  }
+  batch.audio_seconds = kBatch * kFrames / kFramesPerSecond;
+  return batch;
+}
+
+// One training step; returns whether the loss scaler applied it.
+bool train_step(Conformer<__half, float>& model, Optimizer<__half, float>& optimizer,
+                LossScaler& scaler, const Batch& batch, uint64_t step) {
+  optimizer.zero_grad();
+  const float scale = scaler.scale();
+  model.forward_backward(batch, double(kBatch) * kTokens, scale, true, step);
+  const double norm = optimizer.global_grad_norm(1.0f / scale);
+  if (!scaler.update(!std::isfinite(norm))) return false;
+  optimizer.clip(5.0, norm);
+  optimizer.step(1e-4f, 1.0f / scale);
+  return true;
+}
+
+struct Setup {
+  std::string preset = "medium";
+  double seconds = 10.0;
+};
+
+void BM_train_step(benchmark::State& state, CudaBackend* backend, const Setup& setup,
+                   Conformer<__half, float>* model, Optimizer<__half, float>* optimizer,
+                   LossScaler* scaler, const Batch* batch) {
+  uint64_t step = 100;
+  int skipped = 0;
+  for (auto _ : state) skipped += train_step(*model, *optimizer, *scaler, *batch, ++step) ? 0 : 1;
+  const double flops = step_flops(model->config(), kBatch, kFrames);
+  const CudaDeviceInfo& info = backend->device_info();
+  state.counters["audio_s/s"] =
+      benchmark::Counter(batch->audio_seconds, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["TFLOP/s"] =
+      benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+  if (info.peak_fp16_tflops > 0) {
+    state.counters["MFU"] = benchmark::Counter(flops * 1e-12 / info.peak_fp16_tflops,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  }
+  state.counters["skipped_steps"] = skipped;
+  state.SetLabel(setup.preset + ", batch 32 x 15 s, " +
+                 std::to_string(model->params().num_parameters() / 1000000) + " M parameters");
+}
+
+}  // namespace
+}  // namespace mpiasr
+
+int main(int argc, char** argv) {
+  using namespace mpiasr;
+  Setup setup;
+  std::vector<char*> rest;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--preset=", 9) == 0) {
+      setup.preset = argv[i] + 9;
+    } else if (std::strncmp(argv[i], "--seconds=", 10) == 0) {
+      setup.seconds = std::atof(argv[i] + 10);
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  int rest_count = int(rest.size());
+  const CudaDeviceCount devices = cuda_device_count();
+  if (devices.count == 0) {
+    std::printf("cuda_train_bench: SKIP (no CUDA device: %s)\n", devices.error.c_str());
+    return 0;
+  }
+  CudaBackend backend;
+  ConformerConfig config = conformer_preset(setup.preset);
+  config.vocab_size = kVocab;
+  Conformer<__half, float> model(backend, config, kBatch, kFrames, 1);
+  Optimizer<__half, float> optimizer(model.params());
+  LossScaler scaler;
+  const Batch batch = synthetic_batch(7);
+
+  // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
+  for (uint64_t step = 0; step < 2; ++step) train_step(model, optimizer, scaler, batch, step);
+  const auto start = std::chrono::steady_clock::now();
+  train_step(model, optimizer, scaler, batch, 2);
+  const double step_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const auto iterations = benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds));
+
+  benchmark::AddCustomContext("device", backend.device_info().name);
+  benchmark::AddCustomContext("peak_fp16_tflops",
+                              std::to_string(backend.device_info().peak_fp16_tflops));
+  benchmark::Initialize(&rest_count, rest.data());
+  benchmark::RegisterBenchmark(("train_step/" + setup.preset).c_str(), BM_train_step, &backend,
+                               setup, &model, &optimizer, &scaler, &batch)
+      ->Iterations(iterations)
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

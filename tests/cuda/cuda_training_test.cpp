@@ -1,0 +1,152 @@
+// One full training step of the `tiny` Conformer on the GPU (fp16
+// activations, fp32 masters, loss scale 1024) against the same step on the
+// CPU backend in fp32: the same initial weights, the same batch and dropout
+// masks (Philox is shared), so the only differences are fp16 rounding.
+// Tolerance 1e-2 relative (fp16-mixed): losses, the whole gradient (L2 norm
+// of the difference over the norm), each larger tensor's gradient at 5e-2,
+// the log-probabilities of inference; after one AdamW step the masters move by
+// lr times the sign of nearly the same gradient, so they agree within 2 lr
+// everywhere and within lr / 10 almost everywhere. Skipped without a GPU.
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "kernels/cpu/cpu_backend.h"
+#include "model/conformer.h"
+#include "model/optimizer.h"
+#include "tests/cuda/cuda_test_util.h"
+
+namespace mpiasr {
+namespace {
+
+constexpr int kVocab = 12;
+constexpr float kLossScale = 1024.0f;
+constexpr float kLr = 1e-3f;
+
+ConformerConfig tiny_config() {
+  ConformerConfig config = conformer_preset("tiny");
+  config.vocab_size = kVocab;
+  config.dropout = 0.1f;
+  return config;
+}
+
+// Random features N(0, 1) for the valid frames, 0 in the padding.
+Batch make_batch(const std::vector<int>& frames, const std::vector<std::vector<int32_t>>& targets,
+                 int max_frames, uint64_t seed) {
+  Batch batch;
+  batch.batch_size = int(frames.size());
+  batch.max_frames = max_frames;
+  batch.n_mels = 80;
+  batch.features.resize(size_t(batch.batch_size) * max_frames * batch.n_mels);
+  batch.frame_lengths.resize(frames.size());
+  batch.target_lengths.resize(frames.size());
+  size_t total = 0;
+  for (const auto& t : targets) total += t.size();
+  batch.targets.resize(total);
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  size_t at = 0;
+  for (size_t b = 0; b < frames.size(); ++b) {
+    batch.frame_lengths[b] = frames[b];
+    batch.target_lengths[b] = int32_t(targets[b].size());
+    for (int32_t token : targets[b]) batch.targets[at++] = token;
+    for (int t = 0; t < max_frames; ++t) {
+      for (int m = 0; m < batch.n_mels; ++m) {
+        batch.features[(b * max_frames + size_t(t)) * batch.n_mels + size_t(m)] =
+            t < frames[b] ? normal(rng) : 0.0f;
+      }
+    }
+    batch.utterance_indices.push_back(b);
+  }
+  return batch;
+}
+
+double norm(const std::vector<float>& x, size_t begin, size_t end) {
+  double sum = 0.0;
+  for (size_t i = begin; i < end; ++i) sum += double(x[i]) * double(x[i]);
+  return std::sqrt(sum);
+}
+
+double difference_norm(const std::vector<float>& a, const std::vector<float>& b, size_t begin,
+                       size_t end) {
+  double sum = 0.0;
+  for (size_t i = begin; i < end; ++i) sum += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return std::sqrt(sum);
+}
+
+TEST(CudaTraining, TinyStepMatchesCpu) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  CudaBackend& gpu = cuda_test::backend();
+  CpuBackend<float> cpu(2);
+  const ConformerConfig config = tiny_config();
+  const Batch batch =
+      make_batch({83, 60, 47}, {{1, 2, 3, 3, 4, 11}, {5, 5, 6, 7}, {8, 9, 10}}, 83, 17);
+  const double tokens = 13.0;
+  const uint64_t dropout_seed = 99;
+
+  Conformer<float, float> cpu_model(cpu, config, 3, 83, 5);
+  Conformer<__half, float> gpu_model(gpu, config, 3, 83, 5);
+  ParameterStore<float, float>& cpu_params = cpu_model.params();
+  ParameterStore<__half, float>& gpu_params = gpu_model.params();
+  ASSERT_EQ(cpu_params.size(), gpu_params.size());
+  const size_t n = cpu_params.size();
+  const std::vector<float> initial(cpu_params.master(), cpu_params.master() + n);
+  EXPECT_EQ(cuda_test::download(gpu, gpu_params.master(), n), initial);
+
+  const std::vector<double> cpu_losses =
+      cpu_model.forward_backward(batch, tokens, 1.0f, false, dropout_seed);
+  const std::vector<double> gpu_losses =
+      gpu_model.forward_backward(batch, tokens, kLossScale, false, dropout_seed);
+  for (size_t b = 0; b < cpu_losses.size(); ++b) {
+    EXPECT_NEAR(gpu_losses[b], cpu_losses[b], 1e-2 * cpu_losses[b]) << "utterance " << b;
+  }
+
+  const std::vector<float> cpu_grad(cpu_params.grad(), cpu_params.grad() + n);
+  std::vector<float> gpu_grad = cuda_test::download(gpu, gpu_params.grad(), n);
+  for (float& g : gpu_grad) g /= kLossScale;
+  const double total = norm(cpu_grad, 0, n);
+  ASSERT_GT(total, 0.0);
+  EXPECT_LT(difference_norm(gpu_grad, cpu_grad, 0, n) / total, 1e-2);
+  for (const ParameterInfo& info : cpu_params.infos()) {
+    const size_t end = info.offset + info.count;
+    const double tensor = norm(cpu_grad, info.offset, end);
+    if (tensor < 1e-2 * total) continue;  // tiny tensors: covered by the total
+    EXPECT_LT(difference_norm(gpu_grad, cpu_grad, info.offset, end) / tensor, 5e-2) << info.name;
+  }
+
+  Optimizer<float, float> cpu_optimizer(cpu_params);
+  Optimizer<__half, float> gpu_optimizer(gpu_params);
+  cpu_optimizer.step(kLr, 1.0f);
+  gpu_optimizer.step(kLr, 1.0f / kLossScale);
+  const std::vector<float> cpu_master(cpu_params.master(), cpu_params.master() + n);
+  const std::vector<float> gpu_master = cuda_test::download(gpu, gpu_params.master(), n);
+  size_t far = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double diff = std::abs(double(gpu_master[i]) - cpu_master[i]);
+    ASSERT_LE(diff, 2.01 * kLr) << "element " << i;
+    far += diff > 0.1 * kLr;
+  }
+  EXPECT_LT(double(far) / double(n), 0.01);
+  EXPECT_EQ(cuda_test::download(gpu, gpu_params.compute(), n),
+            cuda_test::rounded_to_half(gpu_master));
+
+  std::vector<float> cpu_logprobs, gpu_logprobs;
+  std::vector<int32_t> cpu_lengths, gpu_lengths;
+  cpu_model.infer(batch, cpu_logprobs, cpu_lengths);
+  gpu_model.infer(batch, gpu_logprobs, gpu_lengths);
+  EXPECT_EQ(gpu_lengths, cpu_lengths);
+  ASSERT_EQ(gpu_logprobs.size(), cpu_logprobs.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < cpu_logprobs.size(); ++i) {
+    worst = std::max(worst, std::abs(double(gpu_logprobs[i]) - cpu_logprobs[i]) /
+                                std::max(1.0, std::abs(double(cpu_logprobs[i]))));
+  }
+  EXPECT_LT(worst, 1e-2);
+}
+
+}  // namespace
+}  // namespace mpiasr
