@@ -4,11 +4,15 @@
 // Counters: GFLOP/s for GEMM-like ops (2 flops per multiply-add), GB/s (bytes
 // read + written once) for memory-bound ops. A plain OpenBLAS sgemm 2048^3 on
 // its own threads gives the machine's ceiling for the kernel OpenBLAS picked
-// (printed as openblas_corename in the context).
+// (printed as openblas_corename in the context). The mpiasr program runs with
+// OMP_WAIT_POLICY=passive unless told otherwise (src/main.cpp); set it here
+// too for comparable figures (the context shows the policy in effect).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
@@ -421,6 +425,8 @@ BENCHMARK(BM_log_softmax_forward)->Apply(thread_args)->Unit(benchmark::kMicrosec
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "unset");
   std::printf("OpenBLAS core: %s\n", openblas_get_corename());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
