@@ -106,7 +106,9 @@ TEST(TrainingCheckpointTest, TensorsRoundTripBitForBit) {
 class LocateTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    output_ = std::string(MPIASR_BINARY_DIR) + "/app_test_runs/locate";
+    // One folder per test: ctest runs the cases of this fixture in parallel.
+    output_ = std::string(MPIASR_BINARY_DIR) + "/app_test_runs/locate-" +
+              ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::remove_all(output_);
     root_ = output_ + "/checkpoints";
     for (int64_t step : {100, 200, 300}) {
