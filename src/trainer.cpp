@@ -1,5 +1,7 @@
 // Training entry point: checks that the ranks agree, picks the backend and
-// runs the loop of trainer_impl.h on it.
+// runs the loop of trainer_impl.h on it: the CPU backend in fp32, or (built
+// with CUDA) the CUDA backend in fp16-mixed on the GPU local_rank % visible
+// GPUs, with NCCL bootstrapped over MPI for the gradient all-reduce.
 #include "src/trainer.h"
 
 #include <iostream>
@@ -7,11 +9,72 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "mpi/agreement.h"
+#include "mpi/broadcast.h"
 #include "src/trainer_impl.h"
+
+#ifdef MPIASR_WITH_CUDA
+#include <cuda_fp16.h>
+
+#include <optional>
+
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_device.h"
+#include "mpi/collectives.h"
+#include "mpi/cuda/nccl_communicator.h"
+#include "mpi/cuda/nccl_gradient_reducer.h"
+#endif
 
 namespace mpiasr {
 
 template class Trainer<float, float>;
+
+#ifdef MPIASR_WITH_CUDA
+template class Trainer<__half, float>;
+
+namespace {
+
+// device = auto trains on CUDA only when every rank sees a GPU, so all ranks
+// pick the same backend.
+bool every_rank_has_cuda(const mpi::Context& ctx) {
+  const int64_t has_device = cuda_device_count().count > 0 ? 1 : 0;
+  return mpi::allreduce_min(ctx, has_device, "CUDA device check") == 1;
+}
+
+// `config` resolved to device cuda, precision fp16-mixed (what checkpoints record).
+TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& options,
+                          int threads, std::ostream& out) {
+  if (config.precision.mode == Precision::kFp32) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "precision.mode = fp32 on CUDA: the CUDA backend computes in fp16 with fp32 "
+                "master weights; set precision.mode to fp16-mixed or auto, or training.device "
+                "to cpu");
+  }
+  config.training.device = DeviceType::kCuda;
+  config.precision.mode = Precision::kFp16Mixed;
+  const int device = mpi::select_cuda_device(ctx);
+  CudaBackend backend(CudaBackendOptions{.device = device});
+  out << "backend: " << backend.name() << " per rank, fp16-mixed\n";
+
+  std::optional<mpi::NcclCommunicator> nccl;
+  GradientSyncFactory make_gradient_sync;
+  if (ctx.world_size() > 1) {
+    nccl.emplace(mpi::NcclCommunicator::create(ctx, ctx.world_comm(), "world"));
+    mpi::NcclReducerOptions reducer;
+    reducer.bucket_bytes = size_t(config.distributed.bucket_mb * (1 << 20));
+    reducer.first_bucket_bytes = size_t(config.distributed.first_bucket_mb * (1 << 20));
+    reducer.range_alignment = kParameterAlignment;
+    make_gradient_sync = [&nccl, &backend, reducer](float* grads, size_t count) {
+      return std::unique_ptr<GradientSync>(std::make_unique<ReducerSync<mpi::NcclGradientReducer>>(
+          *nccl, backend.stream(), grads, count, reducer));
+    };
+    out << "gradient all-reduce: NCCL over " << ctx.world_size() << " GPUs\n";
+  }
+  Trainer<__half, float> trainer(config, ctx, backend, threads, out, make_gradient_sync);
+  return trainer.run(options);
+}
+
+}  // namespace
+#endif
 
 TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& options,
                   std::ostream& log) {
@@ -21,8 +84,30 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
   out << "resolved config:\n";
   std::istringstream yaml(dump_config(config));
   for (std::string line; std::getline(yaml, line);) out << "  " << line << "\n";
+  // A rank whose config is not rank 0's names the keys that differ, then every rank stops.
+  const std::string main_config = mpi::broadcast_bytes(ctx, dump_config(config));
+  std::ostringstream differences;
+  for (const std::string& change :
+       trainer_detail::config_differences(main_config, dump_config(config))) {
+    differences << ctx.rank_name(ctx.world_rank()) << ": config differs from rank 0's: " << change
+                << "\n";
+  }
+  std::cerr << differences.str() << std::flush;
   mpi::check_agreement(ctx, "config", config_hash(config));
 
+  const int threads = config.training.threads > 0 ? config.training.threads : ctx.default_threads();
+#ifdef MPIASR_WITH_CUDA
+  if (config.training.device == DeviceType::kCuda ||
+      (config.training.device == DeviceType::kAuto && every_rank_has_cuda(ctx))) {
+    return train_on_cuda(config, ctx, options, threads, out);
+  }
+  if (config.precision.mode == Precision::kFp16Mixed) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "precision.mode = fp16-mixed needs the CUDA backend (training.device = cuda, or "
+                "auto with a GPU on every rank); this run trains in fp32 on the CPU (set "
+                "precision.mode to fp32 or auto)");
+  }
+#else
   if (config.training.device == DeviceType::kCuda) {
     MPIASR_FAIL(ExitCode::kUsage,
                 "training.device = cuda: this build trains on the CPU only; "
@@ -33,7 +118,7 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
                 "precision.mode = fp16-mixed needs the CUDA backend; this build "
                 "trains in fp32 on the CPU (set precision.mode to fp32 or auto)");
   }
-  const int threads = config.training.threads > 0 ? config.training.threads : ctx.default_threads();
+#endif
   CpuBackend<float> backend(threads);
   out << "backend: " << backend.name() << " per rank\n";
   Trainer<float, float> trainer(config, ctx, backend, threads, out);

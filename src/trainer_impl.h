@@ -34,6 +34,7 @@
 #include "src/error.h"
 #include "src/evaluation.h"
 #include "src/feature_pipeline.h"
+#include "src/gradient_sync.h"
 #include "src/metrics_log.h"
 #include "src/model_config.h"
 #include "src/progress.h"
@@ -102,9 +103,16 @@ inline std::string percent(double ratio) {
 template <typename Act, typename Acc>
 class Trainer {
  public:
+  // make_gradient_sync makes the all-reduce of a multi-rank run; empty: the
+  // MPI GradientReducer over host memory (the CPU backend).
   Trainer(const Config& config, mpi::Context& ctx, Backend<Act, Acc>& backend, int threads,
-          std::ostream& log)
-      : config_(config), ctx_(ctx), backend_(backend), threads_(threads), log_(log) {}
+          std::ostream& log, GradientSyncFactory make_gradient_sync = {})
+      : config_(config),
+        ctx_(ctx),
+        backend_(backend),
+        threads_(threads),
+        log_(log),
+        make_gradient_sync_(std::move(make_gradient_sync)) {}
 
   TrainResult run(const TrainOptions& options);
 
@@ -133,6 +141,7 @@ class Trainer {
   Backend<Act, Acc>& backend_;
   const int threads_;
   std::ostream& log_;
+  GradientSyncFactory make_gradient_sync_;
   bool is_writer_ = false;
 
   std::unique_ptr<Tokenizer> tokenizer_;
@@ -147,7 +156,7 @@ class Trainer {
   std::unique_ptr<Optimizer<Act, Acc>> optimizer_;
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<LrSchedule> schedule_;
-  std::unique_ptr<mpi::GradientReducer> reducer_;
+  std::unique_ptr<GradientSync> reducer_;
   std::unique_ptr<MetricsLog> metrics_;
   std::vector<Batch> micro_batches_;
 
@@ -283,14 +292,16 @@ void Trainer<Act, Acc>::build_model() {
        << config_.training.accumulation << " micro-batches, LR x " << schedule_->batch_scale()
        << " (" << to_string(s.lr_scaling) << " scaling)\n";
 
-  if (ctx_.world_size() > 1) {
+  if (ctx_.world_size() > 1 && make_gradient_sync_) {
+    reducer_ = make_gradient_sync_(model_->params().grad(), model_->params().size());
+  } else if (ctx_.world_size() > 1) {
     mpi::ReducerOptions reducer;
     reducer.bucket_bytes = size_t(config_.distributed.bucket_mb * (1 << 20));
     reducer.first_bucket_bytes = size_t(config_.distributed.first_bucket_mb * (1 << 20));
     reducer.hierarchical = config_.distributed.hierarchical;
     reducer.range_alignment = kParameterAlignment;
-    reducer_ = std::make_unique<mpi::GradientReducer>(ctx_, model_->params().grad(),
-                                                      model_->params().size(), reducer);
+    reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
+        ctx_, model_->params().grad(), model_->params().size(), reducer);
   }
   micro_batches_.resize(size_t(config_.training.accumulation));
 }

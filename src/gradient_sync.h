@@ -1,0 +1,45 @@
+// GradientSync: what the training loop needs from the gradient all-reduce,
+// whichever backend holds the gradients: mpi::GradientReducer (host memory,
+// MPI; the CPU backend) or mpi::NcclGradientReducer (device memory, NCCL; the
+// CUDA backend). Both follow one step protocol: begin_step(), then
+// on_grads_ready(offset, count) as backward finishes each layer, then finish(),
+// after which the buffer holds the sum over ranks.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <utility>
+
+namespace mpiasr {
+
+class GradientSync {
+ public:
+  virtual ~GradientSync() = default;
+  virtual void begin_step() = 0;
+  virtual void on_grads_ready(size_t offset, size_t count) = 0;
+  virtual void finish() = 0;
+};
+
+// A GradientSync over a reducer type with those three methods.
+template <typename Reducer>
+class ReducerSync final : public GradientSync {
+ public:
+  template <typename... Args>
+  explicit ReducerSync(Args&&... args) : reducer_(std::forward<Args>(args)...) {}
+  void begin_step() override { reducer_.begin_step(); }
+  void on_grads_ready(size_t offset, size_t count) override {
+    reducer_.on_grads_ready(offset, count);
+  }
+  void finish() override { reducer_.finish(); }
+
+ private:
+  Reducer reducer_;
+};
+
+// Makes the all-reduce of a multi-rank run for the flat gradient buffer
+// grads [count] (where the backend keeps it).
+using GradientSyncFactory =
+    std::function<std::unique_ptr<GradientSync>(float* grads, size_t count)>;
+
+}  // namespace mpiasr
