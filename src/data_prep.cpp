@@ -14,6 +14,7 @@
 #include "src/dataset.h"
 #include "src/error.h"
 #include "src/feature_pipeline.h"
+#include "src/progress.h"
 
 namespace mpiasr {
 
@@ -55,7 +56,7 @@ void make_cmvn(const Config& config, const Manifest& train, std::ostream& log) {
   const auto start = std::chrono::steady_clock::now();
   Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  CmvnStats stats = compute_cmvn_stats(train, fbank, threads);
+  CmvnStats stats = compute_cmvn_stats(train, fbank, threads, &log);
   make_parent_dir(config.features.cmvn_path);
   stats.save(config.features.cmvn_path);
   log << "cmvn: " << std::fixed << std::setprecision(0) << stats.frames << " frames, "
@@ -89,17 +90,26 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
   }
 }
 
-CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int threads) {
+CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int threads,
+                             std::ostream* log) {
   const size_t n = manifest.utterances.size();
   const size_t chunks = (n + kCmvnChunk - 1) / kCmvnChunk;
   const int n_mels = fbank.options().n_mels;
   std::vector<CmvnStats> chunk_stats(chunks);
   std::vector<std::exception_ptr> errors(size_t(std::max(threads, 1)));
-  std::atomic<size_t> next{0};
+  std::atomic<size_t> next{0}, done{0};
+  ProgressThrottle throttle(10.0);
   auto work = [&](size_t worker) {
     try {
       std::vector<float> feats;
-      for (size_t chunk = next++; chunk < chunks; chunk = next++) {
+      for (size_t chunk = next++; chunk < chunks; chunk = next++, ++done) {
+        if (worker == 0 && log && throttle.ready()) {
+          const double fraction = double(done) / double(chunks);
+          *log << "cmvn: " << std::fixed << std::setprecision(0) << 100 * fraction << "% of " << n
+               << " utterances, ETA "
+               << format_duration(throttle.elapsed() * (1 - fraction) / std::max(fraction, 1e-9))
+               << std::defaultfloat << std::endl;
+        }
         for (size_t i = chunk * kCmvnChunk; i < std::min(n, (chunk + 1) * kCmvnChunk); ++i) {
           const Utterance& u = manifest.utterances[i];
           std::vector<float> samples =

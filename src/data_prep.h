@@ -34,7 +34,9 @@ struct PrepareOptions {
 void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOptions& options,
                   std::ostream& log);
 
-// CMVN statistics over every utterance of `manifest`, on `threads` threads.
-CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int threads);
+// CMVN statistics over every utterance of `manifest`, on `threads` threads;
+// a progress line goes to `log` (when not null) every 10 seconds.
+CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int threads,
+                             std::ostream* log);
 
 }  // namespace mpiasr

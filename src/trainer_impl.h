@@ -360,7 +360,11 @@ void Trainer<Act, Acc>::resume() {
          << "this run uses " << threads_ << "; sums may round differently\n";
   }
   state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
-  state_.batch_in_epoch = std::min(state_.batch_in_epoch, state_.batches_in_epoch);
+  if (state_.batch_in_epoch >= state_.batches_in_epoch) {  // a changed world size ended the epoch
+    ++state_.epoch;
+    state_.batch_in_epoch = 0;
+    state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
+  }
   log_ << "resumed from " << dir << ": step " << state_.step << ", epoch " << std::fixed
        << std::setprecision(2) << epoch_progress() << std::defaultfloat << "\n";
 }
