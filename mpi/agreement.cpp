@@ -1,8 +1,10 @@
 #include "mpi/agreement.h"
 
 #include <cstdio>
+#include <sstream>
 #include <vector>
 
+#include "mpi/collectives.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 
@@ -40,10 +42,12 @@ void check_agreement(const Context& ctx, const std::string& what, uint64_t hash)
     ranks += " and " + std::to_string(differing.size() - kListed) + " more";
   }
   const int first = differing.front();
-  MPIASR_FAIL(ExitCode::kDistributed, what << " differs between ranks: " << ctx.rank_name(first)
-                                           << " has hash " << hex(hashes[size_t(first)]) << ", "
-                                           << ctx.rank_name(0) << " has " << hex(hashes[0])
-                                           << " (ranks that differ from rank 0: " << ranks << ")");
+  std::ostringstream message;
+  message << what << " differs between ranks: " << ctx.rank_name(first) << " has hash "
+          << hex(hashes[size_t(first)]) << ", " << ctx.rank_name(0) << " has " << hex(hashes[0])
+          << " (ranks that differ from rank 0: " << ranks << ") (" << __FILE__ << ":" << __LINE__
+          << ")";
+  throw CollectiveError(ExitCode::kDistributed, message.str());
 }
 
 }  // namespace mpiasr::mpi

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "mpi/context.h"
+#include "src/error.h"
 
 namespace mpiasr::mpi {
 
@@ -20,5 +21,14 @@ void barrier(const Context& ctx, const char* op_name);
 // Every rank says whether it failed; returns the lowest failing world rank,
 // or -1 when none failed. Lets all ranks stop together, naming the culprit.
 int first_failing_rank(const Context& ctx, bool failed, const char* op_name);
+
+// An Error that every rank raises together, with the same message, from the
+// outcome of a collective (check_agreement). Since no rank is left waiting,
+// the program ends each rank with the message and the code instead of
+// aborting the job, which could kill ranks before they print.
+class CollectiveError : public Error {
+ public:
+  using Error::Error;
+};
 
 }  // namespace mpiasr::mpi

@@ -1,15 +1,18 @@
 // The mpiasr program: parses the subcommand and runs it on the MPI world.
 // Errors become one message on stderr (prefixed with the rank when there are
 // several) and the exit code of their kind (src/error.h); with several ranks
-// the failing rank aborts the job, so no rank waits on it.
+// the failing rank aborts the job, so no rank waits on it, unless every rank
+// raised the error together (mpi::CollectiveError).
 #include <mpi.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 #include <vector>
 
+#include "mpi/collectives.h"
 #include "mpi/context.h"
 #include "mpi/runtime.h"
 #include "src/commands.h"
@@ -40,11 +43,17 @@ int world_rank() {
   return rank;
 }
 
-int report(const std::string& command, const char* what, int code) {
-  std::cerr << "mpiasr " << command << ": ";
-  if (world_size() > 1) std::cerr << "rank " << world_rank() << ": ";
-  std::cerr << "error: " << what << std::endl;
-  if (world_size() > 1) MPI_Abort(MPI_COMM_WORLD, code);
+// Prints the error as one line (one write, so the lines of several ranks do
+// not interleave). With several ranks, an error of this rank alone aborts the
+// job, so no rank waits for it; an error every rank raises together
+// (`on_every_rank`) ends each rank normally, after every one has printed.
+int report(const std::string& command, const char* what, int code, bool on_every_rank) {
+  std::ostringstream line;
+  line << "mpiasr " << command << ": ";
+  if (world_size() > 1) line << "rank " << world_rank() << ": ";
+  line << "error: " << what << "\n";
+  std::cerr << line.str() << std::flush;
+  if (world_size() > 1 && !on_every_rank) MPI_Abort(MPI_COMM_WORLD, code);
   return code;
 }
 
@@ -76,10 +85,12 @@ int main(int argc, char** argv) {
     try {
       mpiasr::mpi::Context ctx = mpiasr::mpi::Context::world();
       return command.run(ctx);
+    } catch (const mpiasr::mpi::CollectiveError& e) {
+      return report(name, e.what(), int(e.code()), /*on_every_rank=*/true);
     } catch (const mpiasr::Error& e) {
-      return report(name, e.what(), int(e.code()));
+      return report(name, e.what(), int(e.code()), /*on_every_rank=*/false);
     } catch (const std::exception& e) {
-      return report(name, e.what(), int(ExitCode::kFailure));
+      return report(name, e.what(), int(ExitCode::kFailure), /*on_every_rank=*/false);
     }
   }
   return int(ExitCode::kUsage);

@@ -1,10 +1,11 @@
 // check_agreement: equal hashes pass; a differing hash stops every rank with
-// Error(kDistributed) whose message names `what`, the ranks that differ and
-// both hashes.
+// CollectiveError(kDistributed) whose message names `what`, the ranks that
+// differ and both hashes.
 #include "mpi/agreement.h"
 
 #include <gtest/gtest.h>
 
+#include "mpi/collectives.h"
 #include "src/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
@@ -17,7 +18,7 @@ using namespace test;
 std::string disagreement(const Context& ctx, const std::string& what, uint64_t hash) {
   try {
     check_agreement(ctx, what, hash);
-  } catch (const Error& e) {
+  } catch (const CollectiveError& e) {
     EXPECT_EQ(e.code(), ExitCode::kDistributed);
     return e.what();
   }
