@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2034  # sets variables for the scripts that source it
+# Helpers shared by the distributed training tests (tests/integration/mpi_train_*.sh),
+# which source this file; it sits in lib/ so ctest does not run it as a test.
+#
+# After `train_setup BUILD_DIR SOURCE_DIR NAME`:
+#   mpiasr   the program            work    BUILD_DIR/NAME, emptied
+#   corpus   the 60-utterance corpus of train_e2e.sh (same cache, made on first use:
+#            48 train, 6 valid, 6 test utterances)
+#   tiny     the tiny config         tiny_options  overrides every test run uses
+# and OpenMPI may run as root.
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+train_setup() {
+  build_dir="$(cd "$1" && pwd)"
+  source_dir="$(cd "$2" && pwd)"
+  mpiasr="$build_dir/mpiasr"
+  work="$build_dir/$3"
+  corpus="$build_dir/e2e_corpus"
+  tiny="$source_dir/scripts/configs/tiny.yaml"
+  [[ -x "$mpiasr" ]] || fail "$mpiasr not built (cmake --build $build_dir --target mpiasr)"
+  rm -rf "$work"
+  mkdir -p "$work"
+  # The arguments of train_e2e.sh, so both use one cached corpus.
+  bash "$source_dir/scripts/make-corpus.sh" --out "$corpus" --utterances 60 --seed 3 \
+    --valid-fraction 0.1 --test-fraction 0.1 --jobs 2 >"$work/corpus.log" ||
+    { cat "$work/corpus.log"; fail "make-corpus.sh exited non-zero"; }
+  tiny_options=(--data.train_manifest="$corpus/train.tsv" --data.valid_manifest="$corpus/valid.tsv"
+    --data.test_manifest="$corpus/test.tsv" --training.threads=1 --training.epochs=100
+    --validation.every_steps=0 --checkpoint.every_steps=0 --distributed.timeout_s=60)
+  if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+}
+
+# run_ok LOG COMMAND...: runs COMMAND with a 120 s limit, output to LOG;
+# on a non-zero exit prints LOG's tail and fails.
+run_ok() {
+  local log="$1" rc=0
+  shift
+  echo "+ $*"
+  timeout 120 "$@" >"$log" 2>&1 || rc=$?
+  ((rc == 0)) || { tail -n 30 "$log" >&2; fail "exit code $rc (log $log)"; }
+}
+
+# run_fails LOG COMMAND...: like run_ok, but COMMAND must exit non-zero (not
+# by the 120 s limit); sets `status` to its exit code.
+run_fails() {
+  local log="$1"
+  shift
+  echo "+ $*"
+  status=0
+  timeout 120 "$@" >"$log" 2>&1 || status=$?
+  ((status != 0)) || { tail -n 30 "$log" >&2; fail "exit code 0, expected a failure (log $log)"; }
+  ((status != 124)) || { tail -n 30 "$log" >&2; fail "still running after 120 s (log $log)"; }
+}
+
+# expect_line LOG REGEX WHAT: LOG has a line matching the extended REGEX.
+expect_line() {
+  grep -Eq -- "$2" "$1" || { tail -n 30 "$1" >&2; fail "$3: no line matching '$2' in $1"; }
+}
+
+# state_field CHECKPOINT_DIR KEY: the value of KEY in its state.json.
+state_field() {
+  /usr/bin/python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[sys.argv[2]])' \
+    "$1/state.json" "$2"
+}

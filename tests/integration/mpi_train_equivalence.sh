@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Data parallelism changes nothing but the speed (DESIGN.md, invariants 3 and 4):
+# `mpiasr train` on 2 ranks x batch B and on 1 rank x B with training.accumulation=2
+# take the same optimizer steps. Rank r takes batches r, r+2, ... of the global
+# batch list, and one rank accumulating 2 micro-batches takes batches 2k, 2k+1 at
+# step k, so both runs see the same batches at every step (48 utterances in
+# batches of 4: an even 12 batches per epoch, so no padding and no short step at
+# an epoch boundary). Both divide the summed loss by the step's token count.
+# fp32, dropout 0, no SpecAugment, no dither, one thread per rank: after 10 steps
+# (one epoch boundary) the model.safetensors of the two runs must agree within
+# 1e-5 (max over tensors of |a - b| / |b|, 2-norms), and so must the logged
+# losses; 1 rank without accumulation, which sees other batches, must not.
+# Usage: bash mpi_train_equivalence.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+# shellcheck source=tests/integration/lib/train_runs.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
+train_setup "$1" "$2" mpi_train_equivalence
+
+options=("${tiny_options[@]}" --batching.mode=fixed --batching.batch_size=4 --model.dropout=0
+  --spec_augment.enabled=false --features.dither=0 --precision.mode=fp32 --training.max_steps=10
+  --training.log_every=1 --data.valid_manifest=)
+run_ok "$work/two_ranks.log" mpirun -np 2 --oversubscribe "$mpiasr" train "$tiny" "${options[@]}" \
+  --training.accumulation=1 --output.dir="$work/two_ranks"
+expect_line "$work/two_ranks.log" 'global batch = 2 ranks x 1 micro-batches' "two ranks"
+run_ok "$work/accumulation.log" "$mpiasr" train "$tiny" "${options[@]}" \
+  --training.accumulation=2 --output.dir="$work/accumulation"
+expect_line "$work/accumulation.log" 'global batch = 1 ranks x 2 micro-batches' "accumulation"
+run_ok "$work/one_rank.log" "$mpiasr" train "$tiny" "${options[@]}" \
+  --training.accumulation=1 --output.dir="$work/one_rank"
+for run in two_ranks accumulation one_rank; do
+  expect_line "$work/$run.log" '^training done: 10 steps' "$run"
+done
+
+/usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
+import json, math, struct, sys
+
+def tensors(path):
+    """name -> list of floats, read from a safetensors file (F32 only)."""
+    data = open(path, "rb").read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        begin, end = info["data_offsets"]
+        out[name] = struct.unpack(f"<{(end - begin) // 4}f", data[8 + length + begin:8 + length + end])
+    return out
+
+def max_relative_difference(a, b):
+    assert a.keys() == b.keys(), sorted(a.keys() ^ b.keys())
+    worst = (0.0, "")
+    for name in a:
+        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a[name], b[name])))
+        norm = math.sqrt(sum(y * y for y in b[name]))
+        worst = max(worst, (diff / max(norm, 1e-30), name))
+    return worst
+
+def losses(run):
+    records = [json.loads(line) for line in open(f"{sys.argv[1]}/{run}/metrics.jsonl")]
+    return [(r["step"], r["loss"]) for r in records if r["kind"] == "train"]
+
+model = "checkpoints/step-00000010/model.safetensors"
+two, accumulated, single = (tensors(f"{sys.argv[1]}/{run}/{model}")
+                            for run in ("two_ranks", "accumulation", "one_rank"))
+same, name = max_relative_difference(accumulated, two)
+other, _ = max_relative_difference(single, two)
+print(f"{len(two)} tensors; 2 ranks vs 1 rank x accumulation 2: max relative difference "
+      f"{same:.2e} ({name}); vs 1 rank without accumulation: {other:.2e}")
+assert same <= 1e-5, "2 ranks and 1 rank x accumulation 2 differ"
+assert other > 1e-3, "1 rank without accumulation should differ: the check has no power"
+
+two_losses, accumulated_losses = losses("two_ranks"), losses("accumulation")
+assert [s for s, _ in two_losses] == list(range(1, 11)), two_losses
+assert [s for s, _ in accumulated_losses] == list(range(1, 11)), accumulated_losses
+worst = max(abs(a - b) / abs(b) for (_, a), (_, b) in zip(accumulated_losses, two_losses))
+print(f"losses of steps 1-10 agree within {worst:.2e}")
+assert worst <= 1e-5, (two_losses, accumulated_losses)
+EOF
+echo "mpi_train_equivalence: all checks passed"
