@@ -170,7 +170,8 @@ class Trainer {
     double loss = 0, tokens = 0, utterances = 0, audio_seconds = 0;
     double grad_norm = 0;  // sum over steps (the norm is the same on every rank)
     int64_t steps = 0;
-    double seconds = 0;  // inside train_step
+    double seconds = 0;    // inside train_step
+    double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
   } interval_;
 };
 
@@ -483,7 +484,11 @@ bool Trainer<Act, Acc>::train_step() {
     interval_.utterances += batch.batch_size;
     interval_.audio_seconds += batch.audio_seconds;
   }
-  if (reducer_) reducer_->finish();
+  if (reducer_) {
+    const Clock::time_point wait_begin = Clock::now();
+    reducer_->finish();
+    interval_.comm_wait += std::chrono::duration<double>(Clock::now() - wait_begin).count();
+  }
 
   const double grad_norm = optimizer_->global_grad_norm(1.0f / loss_scale);
   const bool finite = std::isfinite(grad_norm);
@@ -519,7 +524,8 @@ bool Trainer<Act, Acc>::train_step() {
 
 template <typename Act, typename Acc>
 void Trainer<Act, Acc>::log_progress() {
-  double sums[] = {interval_.loss, interval_.tokens, interval_.utterances, interval_.audio_seconds};
+  double sums[] = {interval_.loss, interval_.tokens, interval_.utterances, interval_.audio_seconds,
+                   interval_.comm_wait};
   mpi::allreduce_sum_inplace(ctx_, sums, int(std::size(sums)), "progress totals");
   // Step time is the slowest rank's, which is what the run waits for.
   const double seconds =
@@ -528,6 +534,9 @@ void Trainer<Act, Acc>::log_progress() {
   const double grad_norm = interval_.grad_norm / double(std::max<int64_t>(interval_.steps, 1));
   const double utt_per_s = sums[2] / std::max(seconds, 1e-9);
   const double audio_per_s = sums[3] / std::max(seconds, 1e-9);
+  // Mean over ranks and steps of the time finish() blocked: the all-reduce not hidden by backward.
+  const double comm_wait_ms =
+      1e3 * sums[4] / double(ctx_.world_size() * std::max<int64_t>(interval_.steps, 1));
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
   const double eta =
       elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);
@@ -539,16 +548,21 @@ void Trainer<Act, Acc>::log_progress() {
                   static_cast<long long>(state_.step), static_cast<long long>(state_.total_steps),
                   epoch_progress(), loss, state_.lr, grad_norm, utt_per_s, audio_per_s,
                   format_duration(elapsed).c_str(), format_duration(eta).c_str());
-    log_ << line << std::endl;
+    log_ << line;
+    if (reducer_) {
+      log_ << "  comm wait " << std::fixed << std::setprecision(1) << comm_wait_ms << " ms/step"
+           << std::defaultfloat;
+    }
+    log_ << std::endl;
   }
-  metrics_->write({{"kind", "train"},
-                   {"step", state_.step},
-                   {"epoch", epoch_progress()},
-                   {"loss", loss},
-                   {"lr", state_.lr},
-                   {"grad_norm", grad_norm},
-                   {"utt_per_s", utt_per_s},
-                   {"audio_s_per_s", audio_per_s}});
+  nlohmann::json record = {
+      {"kind", "train"},           {"step", state_.step},
+      {"epoch", epoch_progress()}, {"loss", loss},
+      {"lr", state_.lr},           {"grad_norm", grad_norm},
+      {"utt_per_s", utt_per_s},    {"audio_s_per_s", audio_per_s},
+  };
+  if (reducer_) record["comm_wait_ms"] = comm_wait_ms;
+  metrics_->write(record);
   interval_ = Interval{};
 }
 
