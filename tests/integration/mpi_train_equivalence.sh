@@ -78,4 +78,5 @@ worst = max(abs(a - b) / abs(b) for (_, a), (_, b) in zip(accumulated_losses, tw
 print(f"losses of steps 1-10 agree within {worst:.2e}")
 assert worst <= 1e-5, (two_losses, accumulated_losses)
 EOF
+rm -rf "$work"
 echo "mpi_train_equivalence: all checks passed"

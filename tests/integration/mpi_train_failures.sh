@@ -124,5 +124,5 @@ for rank in 0 1; do
     "manifest mismatch, rank $rank"
 done
 grep -m1 'manifest differs' "$work/manifest.log"
-rm -rf "$work/node-disk"
+rm -rf "$work"
 echo "mpi_train_failures: all checks passed"
