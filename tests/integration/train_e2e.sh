@@ -2,12 +2,12 @@
 # End-to-end test of the mpiasr program. Usage: bash train_e2e.sh BUILD_DIR SOURCE_DIR
 #
 # On a 60-utterance corpus from scripts/make-corpus.sh (cached in the build
-# folder): trains `tiny` for 300 steps and checks that the training loss fell
-# and a validation CER was logged; eval prints a CER and writes one hypothesis
-# per test utterance; transcribe prints one line per file; SIGTERM stops a run
-# with a checkpoint (exit 143) and the rerun resumes from it; under
-# `mpirun -np 2` training runs, resumes and evaluates; bad input exits with
-# the code of its kind and names the culprit.
+# folder): prepare makes the tokenizer and CMVN statistics; `tiny` trains 300
+# steps on them and the training loss falls; eval prints a CER and writes one
+# hypothesis per test utterance; transcribe prints one line per file; SIGTERM
+# stops a run with a checkpoint (exit 143) and the rerun resumes from it;
+# under `mpirun -np 2` training runs, resumes and evaluates; bad input exits
+# with the code of its kind and names the culprit.
 set -euo pipefail
 build_dir="$(cd "$1" && pwd)"
 source_dir="$(cd "$2" && pwd)"
@@ -29,13 +29,19 @@ bash "$source_dir/scripts/make-corpus.sh" --out "$corpus" --utterances 60 --seed
 common=(--data.train_manifest="$corpus/train.tsv" --data.valid_manifest="$corpus/valid.tsv"
   --data.test_manifest="$corpus/test.tsv" --training.threads=1)
 
-# 1. Train tiny for 300 steps; the loss must fall.
+# 1. Prepare (every sample decoded, tokenizer and CMVN made), then train tiny
+# for 300 steps on what prepare made; the loss must fall.
 out="$work/tiny"
+"$mpiasr" prepare "$source_dir/scripts/configs/tiny.yaml" "${common[@]}" --output.dir="$out" \
+  >"$work/prepare.log" 2>&1 || { cat "$work/prepare.log"; fail "prepare exited with $?"; }
+grep -q "^ready: $out/tokens.txt, $out/cmvn.json" "$work/prepare.log" || fail "prepare: no ready line"
+[[ -s "$out/tokens.txt" && -s "$out/cmvn.json" ]] || fail "prepare made no tokenizer or statistics"
 "$mpiasr" train "$source_dir/scripts/configs/tiny.yaml" "${common[@]}" --output.dir="$out" \
   --training.max_steps=300 --training.epochs=1000 --training.log_every=25 \
   --validation.every_steps=150 --checkpoint.every_steps=150 >"$work/train.log" 2>&1 ||
   { tail -20 "$work/train.log"; fail "train exited with $?"; }
 grep -q '^training done: 300 steps' "$work/train.log" || fail "no 'training done' line"
+! grep -q '^tokenizer: ' "$work/train.log" || fail "train remade the tokenizer prepare made"
 python3 - "$out/metrics.jsonl" <<'EOF' || fail "loss did not fall"
 import json, sys
 records = [json.loads(line) for line in open(sys.argv[1])]
