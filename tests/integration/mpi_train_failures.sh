@@ -23,6 +23,14 @@ trap '[[ -z "$launched" ]] || kill -9 -- "-$launched" 2>/dev/null || true' EXIT
 
 now_ms() { date +%s%3N; }
 
+# running PID: the process exists and is not a zombie (an exited rank whose
+# parent, mpirun, is gone may wait for a reaper that never comes).
+running() {
+  local stat
+  stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+  [[ "${stat##*) }" != Z* ]]
+}
+
 # start_long_run NAME TIMEOUT_S: three ranks training "for ever" in the
 # background (launched = its pid, in its own process group), until step 3 is
 # logged; then ranks = (pid of rank 0, 1, 2).
@@ -63,8 +71,8 @@ wait_for_end() {
   ((status != 0 && status != 124)) || { tail "$work/$1.log" >&2; fail "$1: exit code $status"; }
   ((took_ms <= $2 * 1000)) || fail "$1: took $took_ms ms, more than $2 s"
   for pid in "${ranks[@]}"; do
-    while kill -0 "$pid" 2>/dev/null && (($(now_ms) - started <= $2 * 1000)); do sleep 0.1; done
-    ! kill -0 "$pid" 2>/dev/null || fail "$1: rank process $pid still running after $2 s"
+    while running "$pid" && (($(now_ms) - started <= $2 * 1000)); do sleep 0.1; done
+    ! running "$pid" || fail "$1: rank process $pid still running after $2 s"
   done
   echo "  no rank left after $(($(now_ms) - started)) ms"
 }
