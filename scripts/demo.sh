@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The mpiasr demo, from a fresh clone to a trained recognizer on one machine:
-#   1. installs the dependencies (scripts/install-deps.sh) and builds Release;
+#   1. installs the dependencies (scripts/install-deps.sh) and builds the
+#      program, Release, CPU only, in build-demo/;
 #   2. generates about 1.5 hours of synthetic speech in data/corpus
 #      (scripts/make-corpus.sh; skipped when it is already there);
 #   3. trains the `small` Conformer-CTC (scripts/configs/small.yaml) on the CPU
@@ -12,15 +13,15 @@
 # Run it again and training resumes from its last checkpoint (or, when done,
 # goes straight to evaluation); remove runs/demo to start over.
 #
-# Usage: bash scripts/demo.sh [--steps N]   (default 600 training steps)
+# Usage: bash scripts/demo.sh [--steps N]   (default 500 training steps)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-steps=600
+steps=500
 while (($#)); do
   case "$1" in
     --steps) steps="$2"; shift 2 ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "demo.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -31,9 +32,9 @@ stamp() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - start)); }
 stamp "dependencies"
 bash scripts/install-deps.sh
 
-stamp "build (Release)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j "$(nproc)" --target mpiasr
+stamp "build (Release, CPU) in build-demo"
+cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DMPIASR_CUDA=OFF >/dev/null
+cmake --build build-demo -j "$(nproc)" --target mpiasr
 
 corpus=data/corpus
 if [[ -s $corpus/test.tsv ]]; then
@@ -48,12 +49,12 @@ if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_R
 out=runs/demo
 stamp "training: 2 ranks x 1 thread, $steps steps, into $out"
 train_start=$SECONDS
-mpirun -np 2 --oversubscribe build/mpiasr train scripts/configs/small.yaml \
+mpirun -np 2 --oversubscribe build-demo/mpiasr train scripts/configs/small.yaml \
   --output.dir="$out" --training.threads=1 --training.max_steps="$steps"
 train_seconds=$((SECONDS - train_start))
 
 stamp "evaluation on the test set ($corpus/test.tsv)"
-mpirun -np 2 --oversubscribe build/mpiasr eval --ckpt "$out" --manifest "$corpus/test.tsv" \
+mpirun -np 2 --oversubscribe build-demo/mpiasr eval --ckpt "$out" --manifest "$corpus/test.tsv" \
   --threads 1 --out "$out/test-hypotheses.tsv" --examples 5 | tee "$out/test-eval.log"
 
 stamp "metrics plot"
