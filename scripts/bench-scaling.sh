@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Data-parallel scaling of `mpiasr train` on this machine's cores: the `small`
-# preset (scripts/configs/small.yaml) trained for a few steps in five ways,
+# preset (scripts/configs/small.yaml) trained for a few steps in six ways,
 # each reporting the trainer's own figures:
 #
 #   mixed   1 rank  x T threads   the generated corpus; one process, T GEMM threads
 #   mixed   T ranks x 1 thread    the same cores as T MPI ranks (batch per rank)
-#   equal   T ranks x 1 thread    every utterance the same one (of about 4 s), so
-#                                 every rank has the same work at every step;
-#                                 buckets as configured (distributed.bucket_mb 25,
-#                                 first_bucket_mb 1: 2 buckets for small's 14 MB)
+#   equal   1 rank  x T threads   every utterance the same one (of about 4 s): no
+#                                 padding, and every rank has the same work at every step
+#   equal   T ranks x 1 thread    the same, buckets as configured (distributed.bucket_mb
+#                                 25, first_bucket_mb 1: 2 buckets for small's 14 MB)
 #   equal   T ranks x 1 thread, 2 MB buckets: 8 buckets, more of them start during backward
 #   equal   T ranks x 1 thread, one bucket: gradients all-reduced in one piece
 #                                 after backward (distributed.bucket_mb and
@@ -116,6 +116,7 @@ printf '%-24s %5s %7s %10s %8s\n' run ranks threads audio-s/s "wait ms"
 {
   run "mixed-1rank-${threads}threads" "$out/corpus/train.tsv" 1 "$threads"
   run "mixed-${threads}ranks" "$out/corpus/train.tsv" "$threads" 1
+  run "equal-1rank-${threads}threads" "$out/equal.tsv" 1 "$threads"
   run "equal-${threads}ranks" "$out/equal.tsv" "$threads" 1
   run "equal-${threads}ranks-2mb" "$out/equal.tsv" "$threads" 1 --distributed.bucket_mb=2
   run "equal-${threads}ranks-1bucket" "$out/equal.tsv" "$threads" 1 \
@@ -123,10 +124,13 @@ printf '%-24s %5s %7s %10s %8s\n' run ranks threads audio-s/s "wait ms"
 } | tee "$out/table.txt"
 grep -m1 '^backend:' "$out/mixed-1rank-${threads}threads.log" | sed 's/^/1 rank: /' || true
 grep -m1 '^model: .*M parameters' "$out/mixed-1rank-${threads}threads.log" || true
-awk -v t="$threads" 'NR == 1 { single = $4 } NR == 2 { ranks = $4 }
-  NR == 3 { configured = $5 } NR == 4 { small = $5 } NR == 5 { whole = $5 }
+awk -v t="$threads" 'NR == 1 { single = $4 } NR == 2 { ranks = $4 } NR == 3 { equal_single = $4 }
+  NR == 4 { configured = $5; equal_ranks = $4 } NR == 5 { small = $5; equal_small = $4 }
+  NR == 6 { whole = $5 }
   END {
-    printf "speed-up of %d ranks x 1 thread over 1 rank x %d threads: %.2fx\n", t, t, ranks / single
+    printf "speed-up of %d ranks x 1 thread over 1 rank x %d threads: %.2fx mixed; equal work " \
+      "%.2fx (%.2fx with 2 MB buckets)\n", t, t, ranks / single, equal_ranks / equal_single,
+      equal_small / equal_single
     printf "all-reduce hidden behind backward (equal work; wait %.1f ms/step in one piece after " \
       "backward): %.0f%% with the configured buckets (wait %.1f ms/step), %.0f%% with 2 MB " \
       "buckets (%.1f ms/step)\n", whole, 100 * (1 - configured / whole), configured,
