@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <limits>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "io/text_normalize.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

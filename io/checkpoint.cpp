@@ -15,7 +15,7 @@
 #include <filesystem>
 
 #include "io/checksum.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

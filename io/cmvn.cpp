@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

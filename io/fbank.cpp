@@ -1,7 +1,7 @@
 // Log-mel filterbank (see fbank.h for the math, the framing and the layout).
 //
 // FFT library: the real FFT is kissfft's kiss_fftr (BSD-3-Clause). FFTW
-// (GPL-2+) is faster; kernels/bench/fbank_bench measured, on this project's
+// (GPL-2+) is faster; io/bench/fbank_bench measured, on this project's
 // machine (AMD EPYC Zen 5, 2 cores shared with parallel builds, so the minimum
 // CPU time of 15 repetitions; one thread; Debian kissfft 131.1.0, FFTW 3.3.10
 // with FFTW_MEASURE):
@@ -28,7 +28,7 @@
 
 #include <kiss_fftr.h>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

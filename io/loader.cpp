@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -27,7 +27,7 @@
 #include <string_view>
 #include <vector>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

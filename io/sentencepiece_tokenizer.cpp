@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "io/text_normalize.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

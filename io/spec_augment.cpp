@@ -5,7 +5,7 @@
 #include <cmath>
 #include <random>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

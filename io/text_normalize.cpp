@@ -1,7 +1,7 @@
 // Transcript normalization on code points; see text_normalize.h.
 #include "io/text_normalize.h"
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

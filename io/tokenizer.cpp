@@ -9,7 +9,7 @@
 #include "io/char_tokenizer.h"
 #include "io/sentencepiece_tokenizer.h"
 #include "io/text_normalize.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "io/text_normalize.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

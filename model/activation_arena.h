@@ -14,7 +14,7 @@
 #include <cstddef>
 
 #include "kernels/backend.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

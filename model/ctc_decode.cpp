@@ -1,7 +1,7 @@
 // Greedy CTC decoding: argmax per frame, collapse repeats, drop blanks.
 #include "model/ctc_decode.h"
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "kernels/backend.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <sstream>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

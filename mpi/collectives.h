@@ -7,7 +7,7 @@
 #include <cstdint>
 
 #include "mpi/context.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr::mpi {
 

@@ -43,7 +43,7 @@ struct ReducerOptions {
   size_t first_bucket_bytes = 1 << 20;
   // Reduce within each node, all-reduce among node leaders, broadcast within
   // each node: less traffic between nodes. On a single node it moves the
-  // data twice and is slower than flat (see kernels/bench/allreduce_bench.cpp).
+  // data twice and is slower than flat (see mpi/bench/allreduce_bench.cpp).
   bool hierarchical = false;
   // The end of every marked range is rounded up to a multiple of this many
   // elements (clamped to count). Set it to kParameterAlignment when grads is

@@ -3,7 +3,7 @@
 #include <exception>
 
 #include "mpi/collectives.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr::mpi {
 

@@ -14,7 +14,7 @@
 #include <sstream>
 
 #include "io/checksum.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -11,8 +11,8 @@
 #include "io/tokenizer.h"
 #include "mpi/broadcast.h"
 #include "mpi/run_on.h"
+#include "src/base/error.h"
 #include "src/dataset.h"
-#include "src/error.h"
 #include "src/feature_pipeline.h"
 #include "src/progress.h"
 

@@ -6,7 +6,7 @@
 
 #include "io/checksum.h"
 #include "io/utterance_check.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

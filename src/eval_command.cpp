@@ -5,9 +5,9 @@
 #include <iostream>
 #include <memory>
 
+#include "src/base/error.h"
 #include "src/commands.h"
 #include "src/dataset.h"
-#include "src/error.h"
 #include "src/recognizer.h"
 
 namespace mpiasr {

@@ -1,6 +1,6 @@
 // The mpiasr program: parses the subcommand and runs it on the MPI world.
 // Errors become one message on stderr (prefixed with the rank when there are
-// several) and the exit code of their kind (src/error.h); with several ranks
+// several) and the exit code of their kind (src/base/error.h); with several ranks
 // the failing rank aborts the job, so no rank waits on it, unless every rank
 // raised the error together (mpi::CollectiveError).
 #include <mpi.h>
@@ -15,8 +15,8 @@
 #include "mpi/collectives.h"
 #include "mpi/context.h"
 #include "mpi/runtime.h"
+#include "src/base/error.h"
 #include "src/commands.h"
-#include "src/error.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 #include <sstream>
 
 #include "io/checkpoint.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -2,9 +2,9 @@
 #include <iostream>
 #include <memory>
 
+#include "src/base/error.h"
 #include "src/commands.h"
 #include "src/config.h"
-#include "src/error.h"
 #include "src/stop_signal.h"
 #include "src/trainer.h"
 

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "io/safetensors.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

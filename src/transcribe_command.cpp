@@ -4,8 +4,8 @@
 #include <memory>
 
 #include "io/utterance_check.h"
+#include "src/base/error.h"
 #include "src/commands.h"
-#include "src/error.h"
 #include "src/recognizer.h"
 
 namespace mpiasr {

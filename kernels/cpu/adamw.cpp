@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "kernels/adamw_math.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

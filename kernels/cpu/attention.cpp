@@ -9,7 +9,7 @@
 #include "kernels/cpu/simd.h"
 #include "kernels/exp.h"
 #include "kernels/rope.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

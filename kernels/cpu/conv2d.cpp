@@ -11,7 +11,7 @@
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -20,7 +20,7 @@
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/log_softmax.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

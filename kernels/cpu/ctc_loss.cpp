@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "kernels/ctc_math.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -8,7 +8,7 @@
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/philox.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -5,7 +5,7 @@
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -7,7 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/parallel.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

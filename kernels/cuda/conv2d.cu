@@ -19,7 +19,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemm.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -28,7 +28,7 @@
 #include "kernels/cuda/ctc_loss.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

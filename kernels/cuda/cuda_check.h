@@ -14,7 +14,7 @@
 
 #include <string>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr::cuda_detail {
 

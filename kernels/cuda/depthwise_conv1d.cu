@@ -13,7 +13,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/depthwise_conv1d.h"
 #include "kernels/cuda/device_utils.cuh"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -12,7 +12,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/philox.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <iterator>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 

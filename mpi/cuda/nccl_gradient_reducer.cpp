@@ -6,7 +6,7 @@
 #include <chrono>
 #include <iterator>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr::mpi {
 

@@ -11,7 +11,7 @@
 #include <fstream>
 
 #include "io/checksum.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

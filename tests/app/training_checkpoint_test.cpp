@@ -10,7 +10,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -17,7 +17,7 @@
 #include "kernels/cuda/cuda_backend.h"
 #include "mpi/cuda/nccl_communicator.h"
 #include "mpi/cuda/nccl_gradient_reducer.h"
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/cuda/cuda_test_util.h"
 #include "tests/mpi/mpi_test_util.h"
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

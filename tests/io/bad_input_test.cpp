@@ -14,7 +14,7 @@
 #include "io/audio.h"
 #include "io/manifest.h"
 #include "io/utterance_check.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -17,7 +17,7 @@
 #include "io/char_tokenizer.h"
 #include "io/loader.h"
 #include "io/sampler.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

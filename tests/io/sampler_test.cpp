@@ -10,7 +10,7 @@
 #include <set>
 
 #include "io/sampler.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

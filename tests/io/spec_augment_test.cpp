@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

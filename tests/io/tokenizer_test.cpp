@@ -13,7 +13,7 @@
 #include "io/sentencepiece_tokenizer.h"
 #include "io/text_normalize.h"
 #include "io/tokenizer.h"
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/kernels/gradient_check.h"
 
 namespace mpiasr {

@@ -15,7 +15,7 @@
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/ctc_loss.h"
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/kernels/gradient_check.h"
 
 namespace mpiasr {

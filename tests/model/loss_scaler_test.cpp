@@ -6,7 +6,7 @@
 
 #include <cmath>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <numbers>
 
-#include "src/error.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {

@@ -17,7 +17,7 @@
 
 #include "mpi/collectives.h"
 #include "mpi/run_on.h"
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {

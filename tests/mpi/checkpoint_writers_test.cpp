@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {

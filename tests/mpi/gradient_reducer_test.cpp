@@ -16,7 +16,7 @@
 #include <random>
 #include <vector>
 
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "mpi/collectives.h"
-#include "src/error.h"
+#include "src/base/error.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {
