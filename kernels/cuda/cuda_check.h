@@ -1,16 +1,13 @@
-// CUDA_CHECK, CUBLAS_CHECK and NCCL_CHECK run a CUDA runtime, cuBLAS or NCCL
-// call and, when it fails, throw mpiasr::Error naming the call, the file, the
-// line and the library's own error string. CUDA_CHECK_LAUNCH() follows every
-// kernel launch (<<<...>>>), which reports bad launch configurations only
-// through cudaGetLastError.
-//
-// Exit codes: CUDA and cuBLAS failures are kFailure, NCCL failures
-// kDistributed (a peer rank or the network is the usual cause).
+// CUDA_CHECK and CUBLAS_CHECK run a CUDA runtime or cuBLAS call and, when it
+// fails, throw mpiasr::Error(kFailure) naming the call, the file, the line and
+// the library's own error string. CUDA_CHECK_LAUNCH() follows every kernel
+// launch (<<<...>>>), which reports bad launch configurations only through
+// cudaGetLastError. (NCCL_CHECK is in mpi/cuda/nccl_check.h: only mpi uses
+// NCCL.)
 #pragma once
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
-#include <nccl.h>
 
 #include <string>
 
@@ -32,13 +29,6 @@ namespace mpiasr::cuda_detail {
                              cublasGetStatusString(code));
 }
 
-[[noreturn]] inline void nccl_call_failed(const char* call, ncclResult_t code, const char* file,
-                                          int line) {
-  ::mpiasr::detail::fail(ExitCode::kDistributed, file, line,
-                         std::string(call) + " failed: " + ncclGetErrorString(code) +
-                             " (NCCL error " + std::to_string(int(code)) + ")");
-}
-
 }  // namespace mpiasr::cuda_detail
 
 #define CUDA_CHECK(call)                                                                    \
@@ -57,12 +47,4 @@ namespace mpiasr::cuda_detail {
     if (cublas_check_code_ != CUBLAS_STATUS_SUCCESS) {                                          \
       ::mpiasr::cuda_detail::cublas_call_failed(#call, cublas_check_code_, __FILE__, __LINE__); \
     }                                                                                           \
-  } while (0)
-
-#define NCCL_CHECK(call)                                                                    \
-  do {                                                                                      \
-    const ncclResult_t nccl_check_code_ = (call);                                           \
-    if (nccl_check_code_ != ncclSuccess) {                                                  \
-      ::mpiasr::cuda_detail::nccl_call_failed(#call, nccl_check_code_, __FILE__, __LINE__); \
-    }                                                                                       \
   } while (0)

@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
+#include "mpi/cuda/nccl_check.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 
