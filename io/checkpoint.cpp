@@ -4,18 +4,14 @@
 // disk, not only in the page cache.
 #include "io/checkpoint.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 
 #include "io/checksum.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -25,42 +21,6 @@ namespace {
 
 constexpr const char* kStateFile = "state.json";
 constexpr const char* kTmpPrefix = ".tmp-step-";
-
-// An open file descriptor, closed when it goes out of scope.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now and reports the error close() returns (lost writes on NFS).
-  int close() {
-    int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
-[[noreturn]] void fail_errno(const std::string& what, const std::string& path) {
-  MPIASR_FAIL(ExitCode::kCheckpoint,
-              "cannot " << what << " " << path << ": " << std::strerror(errno));
-}
-
-void fsync_dir(const std::string& dir) {
-  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (fd.get() < 0) fail_errno("open folder", dir);
-  if (::fsync(fd.get()) != 0) fail_errno("fsync folder", dir);
-}
-
-void rename_path(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0) fail_errno("rename to " + to + ":", from);
-}
 
 std::string step_name(int64_t step) {
   char name[32];
@@ -153,45 +113,6 @@ void remove_path(const fs::path& path) {
 std::string checkpoint_dir(const std::string& root, int64_t step) {
   MPIASR_CHECK(step >= 0, "checkpoint step " << step << " is negative");
   return root + "/" + step_name(step);
-}
-
-std::string read_file(const std::string& path) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail_errno("open", path);
-  std::string bytes;
-  std::error_code error;
-  auto size = fs::file_size(path, error);
-  if (!error) bytes.reserve(size);
-  char buffer[1 << 16];
-  while (true) {
-    ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) fail_errno("read", path);
-    if (got == 0) break;
-    bytes.append(buffer, static_cast<size_t>(got));
-  }
-  return bytes;
-}
-
-void write_file_synced(const std::string& path, std::string_view bytes) {
-  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) fail_errno("create", path);
-  while (!bytes.empty()) {
-    ssize_t wrote = ::write(fd.get(), bytes.data(), bytes.size());
-    if (wrote < 0 && errno == EINTR) continue;
-    if (wrote < 0) fail_errno("write", path);
-    bytes.remove_prefix(static_cast<size_t>(wrote));
-  }
-  if (::fsync(fd.get()) != 0) fail_errno("fsync", path);
-  if (fd.close() != 0) fail_errno("close", path);
-}
-
-void write_file_atomic(const std::string& path, std::string_view bytes) {
-  std::string tmp = path + ".tmp";
-  write_file_synced(tmp, bytes);
-  rename_path(tmp, path);
-  std::string parent = fs::path(path).parent_path().string();
-  fsync_dir(parent.empty() ? "." : parent);
 }
 
 std::optional<int64_t> read_checkpoint_pointer(const std::string& root, const std::string& name) {

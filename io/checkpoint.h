@@ -66,11 +66,4 @@ CheckpointFiles read_checkpoint(const std::string& root, int64_t step);
 // the file is absent. `name` is "latest" or "best".
 std::optional<int64_t> read_checkpoint_pointer(const std::string& root, const std::string& name);
 
-// A file's complete contents; throws Error naming the file.
-std::string read_file(const std::string& path);
-// Writes `bytes` to `path` and fsyncs it (not its folder).
-void write_file_synced(const std::string& path, std::string_view bytes);
-// Writes to PATH.tmp, fsyncs, renames over PATH and fsyncs the folder.
-void write_file_atomic(const std::string& path, std::string_view bytes);
-
 }  // namespace mpiasr

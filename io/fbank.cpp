@@ -29,6 +29,7 @@
 #include <kiss_fftr.h>
 
 #include "src/base/error.h"
+#include "src/base/rng.h"
 
 namespace mpiasr {
 
@@ -58,23 +59,16 @@ size_t reflect_inclusive(long i, size_t n) {
   return static_cast<size_t>(r < static_cast<long>(n) ? r : period - 1 - r);
 }
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 // Adds dither * N(0, 1) to frame[0..length), Box-Muller on a splitmix64
 // stream keyed by (seed, frame index): the noise of a frame does not depend
 // on which thread computes it or on the frames before it.
 void add_dither(float* frame, int length, double dither, uint64_t seed, int frame_index) {
-  uint64_t state = seed ^ (0xD1B54A32D192ED03ull * (static_cast<uint64_t>(frame_index) + 1));
-  splitmix64(state);
+  SplitMix64 rng(seed ^ (0xD1B54A32D192ED03ull * (static_cast<uint64_t>(frame_index) + 1)));
+  rng.next();
   const double two_pi = 2.0 * std::numbers::pi;
   for (int i = 0; i < length; i += 2) {
-    const double u1 = static_cast<double>((splitmix64(state) >> 11) + 1) * 0x1.0p-53;  // (0, 1]
-    const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;        // [0, 1)
+    const double u1 = static_cast<double>((rng.next() >> 11) + 1) * 0x1.0p-53;  // (0, 1]
+    const double u2 = unit_double(rng.next());                                  // [0, 1)
     const double radius = dither * std::sqrt(-2.0 * std::log(u1));
     frame[i] += static_cast<float>(radius * std::cos(two_pi * u2));
     if (i + 1 < length) frame[i + 1] += static_cast<float>(radius * std::sin(two_pi * u2));

@@ -5,23 +5,17 @@
 #include <cstring>
 
 #include "src/base/error.h"
+#include "src/base/rng.h"
 
 namespace mpiasr {
 
 namespace {
 
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ULL;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
-  return x ^ (x >> 31);
-}
-
 // The dither seed of utterance i in epoch e: splitmix64 chained over
 // (seed, e, i), in a stream of its own (distinct from spec_augment_seed's).
 uint64_t dither_seed(uint64_t seed, uint64_t epoch, uint64_t utterance) {
   constexpr uint64_t kDitherStream = 0x64697468657200ULL;  // "dither"
-  return splitmix64(splitmix64(splitmix64(seed ^ kDitherStream) ^ epoch) ^ utterance);
+  return derive_seed({seed ^ kDitherStream, epoch, utterance});
 }
 
 std::string describe(const Manifest& manifest, const Utterance& utterance) {

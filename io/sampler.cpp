@@ -6,40 +6,15 @@
 #include <numeric>
 
 #include "src/base/error.h"
+#include "src/base/rng.h"
 
 namespace mpiasr {
 
 namespace {
 
-// splitmix64 (Steele, Lea, Flood 2014): a 64-bit counter through a mixing function.
-class SplitMix64 {
- public:
-  explicit SplitMix64(uint64_t seed) : state_(seed) {}
-  uint64_t next() {
-    uint64_t z = (state_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  // Uniform in [0, n), without modulo bias (rejection of the top partial range).
-  uint64_t below(uint64_t n) {
-    uint64_t limit = UINT64_MAX - UINT64_MAX % n;
-    uint64_t x;
-    do x = next();
-    while (x >= limit);
-    return x % n;
-  }
-
- private:
-  uint64_t state_;
-};
-
-// A generator for one (seed, epoch, purpose): the three mixed through splitmix64.
+// A generator for one (seed, epoch, purpose).
 SplitMix64 generator(uint64_t seed, int epoch, uint64_t purpose) {
-  SplitMix64 mix(seed);
-  uint64_t state = mix.next() ^ static_cast<uint64_t>(epoch);
-  state = SplitMix64(state).next() ^ purpose;
-  return SplitMix64(SplitMix64(state).next());
+  return SplitMix64(derive_seed({seed, static_cast<uint64_t>(epoch), purpose}));
 }
 
 template <typename T>

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "src/base/error.h"
+#include "src/base/rng.h"
 
 namespace mpiasr {
 
@@ -17,13 +18,6 @@ int uniform_up_to(std::mt19937_64& rng, int bound) {
   const unsigned __int128 product =
       static_cast<unsigned __int128>(rng()) * (static_cast<uint64_t>(bound) + 1);
   return static_cast<int>(product >> 64);
-}
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
 }
 
 }  // namespace
@@ -82,7 +76,7 @@ void spec_augment(float* feats, int frames, int n_mels, const SpecAugmentOptions
 }
 
 uint64_t spec_augment_seed(uint64_t global_seed, uint64_t epoch, uint64_t utterance_index) {
-  return splitmix64(splitmix64(splitmix64(global_seed) ^ epoch) ^ utterance_index);
+  return derive_seed({global_seed, epoch, utterance_index});
 }
 
 }  // namespace mpiasr

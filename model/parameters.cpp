@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "src/base/rng.h"
+
 namespace mpiasr {
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -13,11 +15,7 @@ std::string shape_string(const std::vector<int64_t>& shape) {
 }
 
 double init_uniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + 0x9E3779B97F4A7C15ull * (index + 1);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return double(z >> 11) * (1.0 / 9007199254740992.0);
+  return unit_double(SplitMix64::at(seed, index));
 }
 
 template class ParameterStore<float, float>;

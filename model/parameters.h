@@ -26,6 +26,7 @@
 
 #include "kernels/backend.h"
 #include "src/base/error.h"
+#include "src/base/rng.h"
 
 namespace mpiasr {
 
@@ -102,7 +103,7 @@ class ParameterStore {
     std::vector<Acc> host(padded_size_, Acc(0));
     for (size_t p = 0; p < infos_.size(); ++p) {
       const ParameterInfo& info = infos_[p];
-      const uint64_t stream = seed ^ (0x9E3779B97F4A7C15ull * (p + 1));
+      const uint64_t stream = seed ^ (kSplitMix64Gamma * (p + 1));
       for (size_t i = 0; i < info.count; ++i) {
         double value = 0.0;
         switch (info.kind) {

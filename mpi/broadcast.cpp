@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "io/checkpoint.h"
 #include "mpi/collectives.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
+#include "src/base/file.h"
 
 namespace mpiasr::mpi {
 

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "io/checkpoint.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 

@@ -30,6 +30,7 @@
 #include "mpi/gradient_reducer.h"
 #include "mpi/run_on.h"
 #include "src/base/error.h"
+#include "src/base/rng.h"
 #include "src/data_prep.h"
 #include "src/dataset.h"
 #include "src/evaluation.h"
@@ -46,18 +47,11 @@ namespace mpiasr {
 
 namespace trainer_detail {
 
-inline uint64_t mix(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
 // The dropout seed of one micro-batch: splitmix64 chained over (seed, step, rank, micro-batch).
 inline uint64_t dropout_seed(uint64_t seed, int64_t step, int rank, int micro_batch) {
   constexpr uint64_t kDropoutStream = 0x64726f706f7574ull;  // "dropout"
-  return mix(mix(mix(mix(seed ^ kDropoutStream) ^ uint64_t(step)) ^ uint64_t(rank)) ^
-             uint64_t(micro_batch));
+  return derive_seed(
+      {seed ^ kDropoutStream, uint64_t(step), uint64_t(rank), uint64_t(micro_batch)});
 }
 
 // "section.key: a -> b" for every key whose line differs between two

@@ -7,6 +7,7 @@
 
 #include "io/safetensors.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 

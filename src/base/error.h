@@ -41,20 +41,20 @@ namespace detail {
 }  // namespace mpiasr
 
 // MPIASR_CHECK(cond, "message " << value): throws Error naming file and line.
-#define MPIASR_CHECK(cond, msg)                                                   \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::ostringstream mpiasr_check_msg_;                                       \
-      mpiasr_check_msg_ << msg;                                                   \
-      ::mpiasr::detail::fail(::mpiasr::ExitCode::kFailure, __FILE__, __LINE__,    \
+#define MPIASR_CHECK(cond, msg)                                                      \
+  do {                                                                               \
+    if (!(cond)) {                                                                   \
+      std::ostringstream mpiasr_check_msg_;                                          \
+      mpiasr_check_msg_ << msg;                                                      \
+      ::mpiasr::detail::fail(::mpiasr::ExitCode::kFailure, __FILE__, __LINE__,       \
                              "check failed: " #cond ": " + mpiasr_check_msg_.str()); \
-    }                                                                             \
+    }                                                                                \
   } while (0)
 
 // MPIASR_FAIL(ExitCode::kBadInput, "file " << path << ": ..."): throws Error.
-#define MPIASR_FAIL(code, msg)                                         \
-  do {                                                                 \
-    std::ostringstream mpiasr_fail_msg_;                               \
-    mpiasr_fail_msg_ << msg;                                           \
+#define MPIASR_FAIL(code, msg)                                                \
+  do {                                                                        \
+    std::ostringstream mpiasr_fail_msg_;                                      \
+    mpiasr_fail_msg_ << msg;                                                  \
     ::mpiasr::detail::fail(code, __FILE__, __LINE__, mpiasr_fail_msg_.str()); \
   } while (0)

@@ -22,6 +22,7 @@
 #include "io/checksum.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/conformer.h"
+#include "src/base/file.h"
 #include "src/model_config.h"
 #include "src/trainer_impl.h"
 #include "src/training_checkpoint.h"

@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 namespace {

@@ -25,6 +25,7 @@
 #include "io/checkpoint.h"
 #include "mpi/context.h"
 #include "mpi/runtime.h"
+#include "src/base/file.h"
 #include "src/config.h"
 
 namespace mpiasr::testing {

@@ -13,6 +13,7 @@
 
 #include "io/checksum.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 namespace {

@@ -1,0 +1,94 @@
+// The file helpers of file.h, on POSIX descriptors (fsync needs one).
+#include "src/base/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+namespace mpiasr {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// An open file descriptor, closed when it goes out of scope.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now and reports the error close() returns (lost writes on NFS).
+  int close() {
+    int rc = ::close(fd_);
+    fd_ = -1;
+    return rc;
+  }
+
+ private:
+  int fd_;
+};
+
+[[noreturn]] void fail_errno(ExitCode code, const std::string& what, const std::string& path) {
+  MPIASR_FAIL(code, "cannot " << what << " " << path << ": " << std::strerror(errno));
+}
+
+}  // namespace
+
+void fsync_dir(const std::string& dir, ExitCode code) {
+  FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno(code, "open folder", dir);
+  if (::fsync(fd.get()) != 0) fail_errno(code, "fsync folder", dir);
+}
+
+void rename_path(const std::string& from, const std::string& to, ExitCode code) {
+  if (std::rename(from.c_str(), to.c_str()) != 0) fail_errno(code, "rename to " + to + ":", from);
+}
+
+std::string read_file(const std::string& path, ExitCode code) {
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_errno(code, "open", path);
+  std::string bytes;
+  std::error_code error;
+  auto size = fs::file_size(path, error);
+  if (!error) bytes.reserve(size);
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t got = ::read(fd.get(), buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) fail_errno(code, "read", path);
+    if (got == 0) break;
+    bytes.append(buffer, static_cast<size_t>(got));
+  }
+  return bytes;
+}
+
+void write_file_synced(const std::string& path, std::string_view bytes, ExitCode code) {
+  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (fd.get() < 0) fail_errno(code, "create", path);
+  while (!bytes.empty()) {
+    ssize_t wrote = ::write(fd.get(), bytes.data(), bytes.size());
+    if (wrote < 0 && errno == EINTR) continue;
+    if (wrote < 0) fail_errno(code, "write", path);
+    bytes.remove_prefix(static_cast<size_t>(wrote));
+  }
+  if (::fsync(fd.get()) != 0) fail_errno(code, "fsync", path);
+  if (fd.close() != 0) fail_errno(code, "close", path);
+}
+
+void write_file_atomic(const std::string& path, std::string_view bytes, ExitCode code) {
+  std::string tmp = path + ".tmp";
+  write_file_synced(tmp, bytes, code);
+  rename_path(tmp, path, code);
+  std::string parent = fs::path(path).parent_path().string();
+  fsync_dir(parent.empty() ? "." : parent, code);
+}
+
+}  // namespace mpiasr
