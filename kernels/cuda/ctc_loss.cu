@@ -1,7 +1,5 @@
-// The output head's loss: log-softmax in fp32 and CTC in double log space.
-//
-// Log-softmax over V of each row of logits [N, V]: one warp per row,
-//   y = x - (max + log sum exp(x - max)),  in float (half logits, float out).
+// The output head's loss: CTC in double log space over the fp32 log-probs of
+// kernels/cuda/log_softmax.cu.
 //
 // CTC (blank = 0), the math of kernels/ctc_math.h (the CPU backend's), one
 // thread block per utterance (as warp-ctc does), S = 2L + 1 states:
@@ -35,7 +33,6 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-constexpr int kRowsPerBlock = kThreads / kWarp;
 constexpr int kCtcThreads = 256;
 // Dynamic shared memory a block may use without opting in to more: 48 KiB in
 // all, less the static reduction buffer.
@@ -44,21 +41,6 @@ constexpr size_t kCtcSharedLimit = 48 * 1024 - kWarp * sizeof(double);
 size_t ctc_shared_bytes(int L) {
   const size_t S = size_t(2 * L + 1);
   return 3 * sizeof(int) * size_t(L) + sizeof(double) * (S + size_t(L));
-}
-
-__global__ void log_softmax_kernel(float* logprobs, const __half* logits, int N, int V) {
-  const int lane = threadIdx.x % kWarp;
-  const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-  if (row >= N) return;
-  const __half* x = logits + size_t(row) * V;
-  float* y = logprobs + size_t(row) * V;
-  float max = -INFINITY;
-  for (int v = lane; v < V; v += kWarp) max = fmaxf(max, to_float(x[v]));
-  max = warp_max(max);
-  float sum = 0.0f;
-  for (int v = lane; v < V; v += kWarp) sum += expf(to_float(x[v]) - max);
-  const float log_norm = max + logf(warp_sum(sum));
-  for (int v = lane; v < V; v += kWarp) y[v] = to_float(x[v]) - log_norm;
 }
 
 __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprobs,
@@ -177,14 +159,6 @@ __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprob
 }  // namespace cuda_kernels
 
 using namespace cuda_kernels;
-
-void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int V,
-                              cudaStream_t stream) {
-  if (N <= 0 || V <= 0) return;
-  const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  log_softmax_kernel<<<blocks, kThreads, 0, stream>>>(logprobs, logits, N, V);
-  CUDA_CHECK_LAUNCH();
-}
 
 CtcLayout ctc_layout(const int32_t* target_lengths, const int32_t* input_lengths, int B) {
   CtcLayout layout;

@@ -1,5 +1,5 @@
-// Launchers of the output-head kernels (kernels/cuda/ctc_loss.cu): the fp32
-// log-softmax and the CTC loss with its gradient.
+// Launcher of the CTC loss kernel with its gradient (kernels/cuda/ctc_loss.cu),
+// over the fp32 log-probs of kernels/cuda/log_softmax.h.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -10,10 +10,6 @@
 #include <vector>
 
 namespace mpiasr {
-
-// logprobs [N, V] (float) = log-softmax over V of logits [N, V] (half).
-void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int V,
-                              cudaStream_t stream);
 
 // Where each utterance's data lies in the device arrays of one CTC call,
 // computed on the host from the host length arrays.

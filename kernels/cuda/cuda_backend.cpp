@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "kernels/cuda/activations.h"
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/column_sums.h"
@@ -13,9 +14,12 @@
 #include "kernels/cuda/ctc_loss.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/depthwise_conv1d.h"
+#include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/layernorm.h"
+#include "kernels/cuda/linear.h"
+#include "kernels/cuda/log_softmax.h"
 
 namespace mpiasr {
 
@@ -205,28 +209,14 @@ void CudaBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float al
 
 void CudaBackend::linear_forward(__half* out, const __half* inp, const __half* weight,
                                  const __half* bias, int M, int K, int N) {
-  if (bias) cuda_broadcast_rows(out, bias, M, N, stream_.get());
-  // out [M, N] = inp [M, K] W^T + (bias ? out : 0)
-  cuda_gemm(cublas_.get(), false, true, M, N, K, 1.0f, inp, K, 0, weight, K, 0, bias ? 1.0f : 0.0f,
-            out, CUDA_R_16F, N, 0, 1);
+  cuda_linear_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, M, K, N);
 }
 
 void CudaBackend::linear_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
                                   const __half* inp, const __half* weight, int M, int K, int N) {
-  // dinp [M, K] = dout [M, N] W [N, K]
-  if (dinp) {
-    cuda_gemm(cublas_.get(), false, false, M, K, N, 1.0f, dout, N, 0, weight, K, 0, 0.0f, dinp,
-              CUDA_R_16F, K, 0, 1);
-  }
-  // dW [N, K] += dout^T [N, M] inp [M, K], accumulated in fp32
-  if (dweight) {
-    cuda_gemm(cublas_.get(), true, false, N, K, M, 1.0f, dout, N, 0, inp, K, 0, 1.0f, dweight,
-              CUDA_R_32F, K, 0, 1);
-  }
-  if (dbias) {
-    float* partials = scratch_of<float>(kPartials, size_t(column_chunks(M)) * N);
-    cuda_add_column_sums(dbias, dout, M, N, partials, stream_.get());
-  }
+  float* partials = dbias ? scratch_of<float>(kPartials, size_t(column_chunks(M)) * N) : nullptr;
+  cuda_linear_backward(cublas_.get(), stream_.get(), dinp, dweight, dbias, dout, inp, weight, M, K,
+                       N, partials);
 }
 
 // ---- convolution subsampling ------------------------------------------------

@@ -1,8 +1,6 @@
 // Launchers of the elementwise CUDA kernels (kernels/cuda/elementwise.cu):
-// casts, scaled adds, padding masks, ReLU / Swish / GLU and dropout. Half
-// values are computed in float with the per-element math of
-// kernels/activations.h and kernels/philox.h, then rounded to half once.
-// All pointers are device pointers, except where a comment says host.
+// casts, scaled adds and padding masks. Half values are computed in float,
+// then rounded to half once. All pointers are device pointers.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -23,21 +21,4 @@ void cuda_accumulate_scaled(__half* dy, const __half* dx, float alpha, size_t n,
                             cudaStream_t stream);
 // x [B, T, C]: rows t >= lengths[b] set to zero (lengths on the device)
 void cuda_mask_padding(__half* x, const int32_t* lengths, int B, int T, int C, cudaStream_t stream);
-
-void cuda_relu_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream);
-void cuda_relu_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
-                        cudaStream_t stream);
-void cuda_swish_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream);
-void cuda_swish_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
-                         cudaStream_t stream);
-// inp [N, 2C] -> out [N, C]: out = a sigmoid(b)
-void cuda_glu_forward(__half* out, const __half* inp, int N, int C, cudaStream_t stream);
-void cuda_glu_backward(__half* dinp, const __half* dout, const __half* inp, int N, int C,
-                       cudaStream_t stream);
-
-// out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0 (out may alias inp);
-// the backward pass is the same map applied to the gradient.
-void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset, size_t n,
-                  cudaStream_t stream);
-
 }  // namespace mpiasr
