@@ -21,8 +21,8 @@
 #include <functional>
 #include <vector>
 
-#include "io/batch.h"
 #include "model/activation_arena.h"
+#include "model/batch_view.h"
 #include "model/conformer_block.h"
 #include "model/layer_context.h"
 #include "model/linear.h"
@@ -55,23 +55,24 @@ class Conformer {
   // set, is called once per layer in reverse layer order, as soon as the grad
   // elements [offset, offset + count) of the flat buffer are final.
   std::vector<double> forward_backward(
-      const Batch& batch, double loss_divisor, float loss_scale, bool zero_infinity,
+      const BatchView& batch, double loss_divisor, float loss_scale, bool zero_infinity,
       uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready = {});
 
   // Inference (no dropout): log-probs [B, T2, V] as host floats and the
   // output lengths L2 [B].
-  void infer(const Batch& batch, std::vector<float>& logprobs, std::vector<int32_t>& out_lengths);
+  void infer(const BatchView& batch, std::vector<float>& logprobs,
+             std::vector<int32_t>& out_lengths);
 
   int output_frames(int input_frames) const { return subsampled_frames(input_frames); }
 
  private:
   // Checks the batch against the model and fills the host length arrays;
   // returns T2.
-  int prepare(const Batch& batch);
+  int prepare(const BatchView& batch);
   LayerContext<Act, Acc> context(int batch_size, int frames, float dropout, uint64_t seed);
   // Runs subsampling, blocks and head; leaves the logits in the arena and
   // returns the encoder output (the head's input).
-  const Act* forward(LayerContext<Act, Acc>& ctx, const Batch& batch);
+  const Act* forward(LayerContext<Act, Acc>& ctx, const BatchView& batch);
 
   Backend<Act, Acc>& backend_;
   ConformerConfig config_;

@@ -20,7 +20,7 @@ inline const ConformerConfig& validated(const ConformerConfig& config) {
   return config;
 }
 // How the batch names utterance b in messages: its manifest index if known.
-inline std::string utterance_name(const Batch& batch, int b) {
+inline std::string utterance_name(const BatchView& batch, int b) {
   std::ostringstream out;
   out << "utterance " << b << " of the batch";
   if (size_t(b) < batch.utterance_indices.size()) {
@@ -76,7 +76,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
 }
 
 template <typename Act, typename Acc>
-int Conformer<Act, Acc>::prepare(const Batch& batch) {
+int Conformer<Act, Acc>::prepare(const BatchView& batch) {
   const int B = batch.batch_size, T = batch.max_frames;
   if (B < 1 || B > max_batch_) {
     MPIASR_FAIL(ExitCode::kBadInput,
@@ -124,7 +124,7 @@ LayerContext<Act, Acc> Conformer<Act, Acc>::context(int batch_size, int frames, 
 }
 
 template <typename Act, typename Acc>
-const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const Batch& batch) {
+const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const BatchView& batch) {
   const Act* x = subsampling_.forward(ctx, batch.features.data(), batch.max_frames);
   for (size_t i = 0; i < blocks_.size(); ++i) {
     block_inputs_[i] = x;
@@ -138,7 +138,7 @@ const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const Batch
 
 template <typename Act, typename Acc>
 std::vector<double> Conformer<Act, Acc>::forward_backward(
-    const Batch& batch, double loss_divisor, float loss_scale, bool zero_infinity,
+    const BatchView& batch, double loss_divisor, float loss_scale, bool zero_infinity,
     uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready) {
   const int B = batch.batch_size, V = config_.vocab_size;
   const int T2 = prepare(batch);
@@ -214,7 +214,7 @@ std::vector<double> Conformer<Act, Acc>::forward_backward(
 }
 
 template <typename Act, typename Acc>
-void Conformer<Act, Acc>::infer(const Batch& batch, std::vector<float>& logprobs,
+void Conformer<Act, Acc>::infer(const BatchView& batch, std::vector<float>& logprobs,
                                 std::vector<int32_t>& out_lengths) {
   const int B = batch.batch_size, V = config_.vocab_size;
   const int T2 = prepare(batch);

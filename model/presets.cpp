@@ -154,6 +154,28 @@ int64_t count_parameters(const ConformerConfig& c) {
   return subsampling + c.n_layers * block + head;
 }
 
+double forward_flops(const ConformerConfig& c, int B, int T) {
+  const double d = c.d_model, f = double(c.ff_mult) * c.d_model, C = c.subsampling_channels;
+  const double T1 = (T - 1) / 2, F1 = (c.n_mels - 1) / 2;
+  const double T2 = subsampled_frames(T), F2 = subsampled_bins(c.n_mels);
+  const double rows = B * T2, Dh = d / c.n_heads;
+  const double conv0 = 2.0 * B * T1 * F1 * C * 9;
+  const double conv1 = 2.0 * B * T2 * F2 * C * C * 9;
+  const double sub_linear = 2.0 * rows * F2 * C * d;
+  const double ffn = 2.0 * (2.0 * rows * d * f * 2);
+  const double attention =
+      2.0 * rows * d * 3 * d + 2.0 * 2.0 * B * c.n_heads * T2 * T2 * Dh + 2.0 * rows * d * d;
+  const double conv_module =
+      2.0 * rows * d * 2 * d + 2.0 * rows * d * c.conv_kernel + 2.0 * rows * d * d;
+  const double head = 2.0 * rows * d * c.vocab_size;
+  return conv0 + conv1 + sub_linear + c.n_layers * (ffn + attention + conv_module) + head;
+}
+
+double forward_backward_flops(const ConformerConfig& c, int B, int T) {
+  const double conv0 = 2.0 * B * ((T - 1) / 2) * ((c.n_mels - 1) / 2) * c.subsampling_channels * 9;
+  return 3.0 * forward_flops(c, B, T) - conv0;
+}
+
 std::string preset_summary(int vocab_size) {
   std::ostringstream out;
   char line[160];

@@ -1,4 +1,5 @@
-// The Conformer-CTC configuration, its named presets and its parameter count.
+// The Conformer-CTC configuration, its named presets, its parameter count and
+// its FLOP count.
 //
 //   tiny    d 32,  2 layers, 2 heads, 32 subsampling channels    (tests)
 //   small   d 144, 6 layers, 4 heads, 144 subsampling channels   (CPU demo, ~3.5 M)
@@ -48,6 +49,15 @@ int subsampled_bins(int n_mels);
 
 // Number of trainable parameters of the model the config describes.
 int64_t count_parameters(const ConformerConfig& config);
+
+// Floating-point operations (2 per multiply-add) of every matrix product and
+// convolution of one forward pass on B utterances of T frames; elementwise
+// work is not counted. For the benchmarks' GFLOP/s.
+double forward_flops(const ConformerConfig& config, int B, int T);
+// Forward + backward: backward computes two products per forward product (the
+// input gradient and the weight gradient), except the first convolution,
+// whose input gradient is not needed.
+double forward_backward_flops(const ConformerConfig& config, int B, int T);
 
 // A table of every preset with its dimensions and parameter count for the
 // given vocabulary size, one line per preset.

@@ -34,6 +34,7 @@
 #include "model/error_rate.h"
 #include "mpi/context.h"
 #include "src/config.h"
+#include "src/feature_pipeline.h"
 
 namespace mpiasr {
 
@@ -91,7 +92,7 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
   const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
   while (loader.next(batch)) {
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
-    model.infer(batch, logprobs, lengths);
+    model.infer(model_input(batch), logprobs, lengths);
     losses.resize(size_t(B));
     cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
                         batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);

@@ -13,11 +13,24 @@
 #include "io/cmvn.h"
 #include "io/fbank.h"
 #include "io/loader.h"
+#include "model/batch_view.h"
 #include "src/config.h"
 
 namespace mpiasr {
 
 enum class FeatureUse { kTraining, kEvaluation };
+
+// A batch of the loader as the model's input: a view of its buffers.
+inline BatchView model_input(const Batch& batch) {
+  return {batch.batch_size,
+          batch.max_frames,
+          batch.n_mels,
+          {batch.features.data(), batch.features.size()},
+          {batch.frame_lengths.data(), batch.frame_lengths.size()},
+          {batch.targets.data(), batch.targets.size()},
+          {batch.target_lengths.data(), batch.target_lengths.size()},
+          batch.utterance_indices};
+}
 
 FbankOptions fbank_options(const FeaturesConfig& features, FeatureUse use);
 

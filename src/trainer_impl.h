@@ -468,7 +468,7 @@ bool Trainer<Act, Acc>::train_step() {
       };
     }
     const std::vector<double> losses = model_->forward_backward(
-        batch, loss_divisor, loss_scale, config_.training.zero_infinity,
+        model_input(batch), loss_divisor, loss_scale, config_.training.zero_infinity,
         trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
         on_grads_ready);
     for (int b = 0; b < batch.batch_size; ++b) {

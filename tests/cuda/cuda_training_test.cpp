@@ -19,6 +19,7 @@
 #include "model/conformer.h"
 #include "model/optimizer.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/model/random_batch.h"
 
 namespace mpiasr {
 namespace {
@@ -35,34 +36,10 @@ ConformerConfig tiny_config() {
 }
 
 // Random features N(0, 1) for the valid frames, 0 in the padding.
-Batch make_batch(const std::vector<int>& frames, const std::vector<std::vector<int32_t>>& targets,
-                 int max_frames, uint64_t seed) {
-  Batch batch;
-  batch.batch_size = int(frames.size());
-  batch.max_frames = max_frames;
-  batch.n_mels = 80;
-  batch.features.resize(size_t(batch.batch_size) * max_frames * batch.n_mels);
-  batch.frame_lengths.resize(frames.size());
-  batch.target_lengths.resize(frames.size());
-  size_t total = 0;
-  for (const auto& t : targets) total += t.size();
-  batch.targets.resize(total);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  size_t at = 0;
-  for (size_t b = 0; b < frames.size(); ++b) {
-    batch.frame_lengths[b] = frames[b];
-    batch.target_lengths[b] = int32_t(targets[b].size());
-    for (int32_t token : targets[b]) batch.targets[at++] = token;
-    for (int t = 0; t < max_frames; ++t) {
-      for (int m = 0; m < batch.n_mels; ++m) {
-        batch.features[(b * max_frames + size_t(t)) * batch.n_mels + size_t(m)] =
-            t < frames[b] ? normal(rng) : 0.0f;
-      }
-    }
-    batch.utterance_indices.push_back(b);
-  }
-  return batch;
+HostBatch make_batch(const std::vector<int>& frames,
+                     const std::vector<std::vector<int32_t>>& targets, int max_frames,
+                     uint64_t seed) {
+  return testing::random_batch(frames, targets, max_frames, seed, 0);
 }
 
 double norm(const std::vector<float>& x, size_t begin, size_t end) {
@@ -83,7 +60,7 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
   CudaBackend& gpu = cuda_test::backend();
   CpuBackend<float> cpu(2);
   const ConformerConfig config = tiny_config();
-  const Batch batch =
+  const HostBatch batch =
       make_batch({83, 60, 47}, {{1, 2, 3, 3, 4, 11}, {5, 5, 6, 7}, {8, 9, 10}}, 83, 17);
   const double tokens = 13.0;
   const uint64_t dropout_seed = 99;

@@ -14,6 +14,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "tests/model/gradient_check.h"
+#include "tests/model/random_batch.h"
 
 namespace mpiasr {
 namespace {
@@ -29,46 +30,20 @@ ConformerConfig tiny_config(float dropout = 0.0f) {
   return config;
 }
 
-// A batch of random features (N(0, 1), padded frames 0) for the given frame
-// counts and target sequences, padded to max_frames.
-Batch make_batch(const std::vector<int>& frames, const std::vector<std::vector<int32_t>>& targets,
-                 int max_frames, uint64_t seed) {
-  Batch batch;
-  batch.batch_size = int(frames.size());
-  batch.max_frames = max_frames;
-  batch.n_mels = 80;
-  batch.features.resize(size_t(batch.batch_size) * max_frames * batch.n_mels);
-  batch.frame_lengths.resize(frames.size());
-  batch.target_lengths.resize(frames.size());
-  size_t total = 0;
-  for (const auto& t : targets) total += t.size();
-  batch.targets.resize(total);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  size_t at = 0;
-  for (size_t b = 0; b < frames.size(); ++b) {
-    batch.frame_lengths[b] = frames[b];
-    batch.target_lengths[b] = int32_t(targets[b].size());
-    for (int32_t token : targets[b]) batch.targets[at++] = token;
-    for (int t = 0; t < max_frames; ++t) {
-      for (int m = 0; m < batch.n_mels; ++m) {
-        batch.features[(b * max_frames + size_t(t)) * batch.n_mels + size_t(m)] =
-            t < frames[b] ? normal(rng) : 0.0f;
-      }
-    }
-    batch.utterance_indices.push_back(100 + b);
-  }
-  return batch;
+HostBatch make_batch(const std::vector<int>& frames,
+                     const std::vector<std::vector<int32_t>>& targets, int max_frames,
+                     uint64_t seed) {
+  return testing::random_batch(frames, targets, max_frames, seed, 100);
 }
 
 // Utterance b of `batch` alone, padded to its own length.
-Batch single(const Batch& batch, int b) {
+HostBatch single(const HostBatch& batch, int b) {
   const int L = batch.frame_lengths[size_t(b)];
   size_t start = 0;
   for (int i = 0; i < b; ++i) start += size_t(batch.target_lengths[size_t(i)]);
   std::vector<int32_t> targets(batch.targets.data() + start,
                                batch.targets.data() + start + batch.target_lengths[size_t(b)]);
-  Batch one = make_batch({L}, {targets}, L, 0);
+  HostBatch one = make_batch({L}, {targets}, L, 0);
   const size_t row = size_t(batch.n_mels);
   std::copy(batch.features.data() + size_t(b) * batch.max_frames * row,
             batch.features.data() + (size_t(b) * batch.max_frames + size_t(L)) * row,
@@ -77,7 +52,7 @@ Batch single(const Batch& batch, int b) {
 }
 
 // Frames 31, 25, 19 -> 7, 5, 4 output frames.
-Batch standard_batch() {
+HostBatch standard_batch() {
   return make_batch({31, 25, 19}, {{1, 2, 3}, {4, 4}, {5, 6}}, 31, 42);
 }
 
@@ -100,7 +75,7 @@ class ConformerTest : public ::testing::Test {
   CpuBackend<double> backend_{1};
 };
 
-void check_model_gradient(Conformer<double, double>& model, const Batch& batch, uint64_t seed,
+void check_model_gradient(Conformer<double, double>& model, const HostBatch& batch, uint64_t seed,
                           int samples) {
   ParameterStore<double, double>& params = model.params();
   params.zero_grad();
@@ -132,7 +107,7 @@ TEST_F(ConformerTest, GradientMatchesFiniteDifferencesWithDropout) {
 
 TEST_F(ConformerTest, PaddedBatchEqualsUtterancesOneAtATime) {
   Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
-  const Batch batch = standard_batch();
+  const HostBatch batch = standard_batch();
   model.params().zero_grad();
   const std::vector<double> losses = model.forward_backward(batch, 3.0, 2.0f, false, 0);
   const std::vector<double> batched = grads_of(model.params());
@@ -168,7 +143,7 @@ TEST_F(ConformerTest, PaddedBatchEqualsUtterancesOneAtATime) {
 
 TEST_F(ConformerTest, PaddedFramesChangeNothing) {
   Conformer<double, double> model(backend_, tiny_config(0.1f), 3, 31, 7);
-  Batch batch = standard_batch();
+  HostBatch batch = standard_batch();
   model.params().zero_grad();
   const std::vector<double> losses = model.forward_backward(batch, 7.0, 1.0f, false, 5);
   const std::vector<double> grads = grads_of(model.params());
@@ -223,7 +198,7 @@ TEST_F(ConformerTest, InfeasibleUtterances) {
   Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
   // The third utterance has 4 output frames for 5 5 5, which needs 3 tokens + 2
   // blanks between the repeats = 5 frames: infeasible.
-  Batch batch = make_batch({31, 25, 19}, {{1, 2, 3}, {4, 4}, {5, 5, 5}}, 31, 42);
+  HostBatch batch = make_batch({31, 25, 19}, {{1, 2, 3}, {4, 4}, {5, 5, 5}}, 31, 42);
   try {
     model.forward_backward(batch, 1.0, 1.0f, false, 0);
     FAIL() << "an infeasible utterance did not stop the step";
@@ -244,13 +219,13 @@ TEST_F(ConformerTest, InfeasibleUtterances) {
 
 TEST_F(ConformerTest, RejectsBatchesItCannotRun) {
   Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
-  Batch bad_token = make_batch({31}, {{1, kVocab}}, 31, 1);
+  HostBatch bad_token = make_batch({31}, {{1, kVocab}}, 31, 1);
   EXPECT_THROW(model.forward_backward(bad_token, 1.0, 1.0f, false, 0), Error);
-  Batch too_long = make_batch({32}, {{1}}, 32, 1);
+  HostBatch too_long = make_batch({32}, {{1}}, 32, 1);
   EXPECT_THROW(model.forward_backward(too_long, 1.0, 1.0f, false, 0), Error);
-  Batch too_many = make_batch({9, 9, 9, 9}, {{1}, {1}, {1}, {1}}, 9, 1);
+  HostBatch too_many = make_batch({9, 9, 9, 9}, {{1}, {1}, {1}, {1}}, 9, 1);
   EXPECT_THROW(model.forward_backward(too_many, 1.0, 1.0f, false, 0), Error);
-  Batch wrong_mels = make_batch({31}, {{1}}, 31, 1);
+  HostBatch wrong_mels = make_batch({31}, {{1}}, 31, 1);
   wrong_mels.n_mels = 40;
   EXPECT_THROW(model.forward_backward(wrong_mels, 1.0, 1.0f, false, 0), Error);
   try {

@@ -17,8 +17,8 @@ namespace {
 
 constexpr int kUtterances = 8, kMaxFrames = 100, kVocab = 12, kMaxSteps = 300;
 
-Batch random_batch() {
-  Batch batch;
+HostBatch random_batch() {
+  HostBatch batch;
   batch.batch_size = kUtterances;
   batch.max_frames = kMaxFrames;
   batch.n_mels = 80;
@@ -48,7 +48,7 @@ Batch random_batch() {
 
 // Trains for `steps` steps, or until the loss is below 10% of the first when
 // steps < 0; returns the token-averaged loss of every step.
-std::vector<double> train(const Batch& batch, int steps) {
+std::vector<double> train(const HostBatch& batch, int steps) {
   CpuBackend<float> backend(1);
   ConformerConfig config = conformer_preset("tiny");
   config.vocab_size = kVocab;
@@ -74,7 +74,7 @@ std::vector<double> train(const Batch& batch, int steps) {
 }
 
 TEST(Overfit, TinyMemorizesEightUtterancesDeterministically) {
-  const Batch batch = random_batch();
+  const HostBatch batch = random_batch();
   const std::vector<double> first = train(batch, -1);
   ASSERT_FALSE(first.empty());
   EXPECT_GT(first.front(), 2.0);
