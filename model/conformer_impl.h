@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <sstream>
 
+#include "kernels/ctc_check.h"
+#include "kernels/ctc_math.h"
 #include "model/conformer.h"
 #include "model/conformer_block_impl.h"
 #include "model/subsampling_impl.h"
@@ -149,27 +152,19 @@ std::vector<double> Conformer<Act, Acc>::forward_backward(
   size_t total_tokens = 0;
   for (int b = 0; b < B; ++b) total_tokens += size_t(std::max(batch.target_lengths[size_t(b)], 0));
   MPIASR_CHECK(batch.targets.size() >= total_tokens, "batch targets smaller than target_lengths");
+  if (const std::optional<CtcTargetProblem> problem =
+          find_ctc_target_problem(batch.targets.data(), batch.target_lengths.data(), B, V)) {
+    MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, problem->utterance)
+                                         << " has " << problem->what);
+  }
   std::vector<int> infeasible;
   const double scale = double(loss_scale) / loss_divisor;
   size_t start = 0;
   for (int b = 0; b < B; ++b) {
     const int U = batch.target_lengths[size_t(b)];
-    if (U < 0) {
-      MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, b)
-                                           << " has target length " << U);
-    }
-    int needed = U;
-    for (int u = 0; u < U; ++u) {
-      const int32_t token = batch.targets[start + size_t(u)];
-      if (token < 1 || token >= V) {
-        MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, b)
-                                             << " has target token " << token << " at position "
-                                             << u << ", outside [1, " << V << ")");
-      }
-      if (u > 0 && token == batch.targets[start + size_t(u) - 1]) ++needed;
-    }
+    const bool feasible =
+        out_lengths_[size_t(b)] >= ctc_min_frames(batch.targets.data() + start, U);
     start += size_t(U);
-    const bool feasible = out_lengths_[size_t(b)] >= needed;
     if (!feasible) infeasible.push_back(b);
     grad_scale_[size_t(b)] = feasible ? scale : 0.0;
   }

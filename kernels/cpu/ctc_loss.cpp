@@ -6,33 +6,12 @@
 #include <cmath>
 #include <vector>
 
+#include "kernels/ctc_check.h"
 #include "kernels/ctc_math.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
 namespace {
-
-// Checks lengths and tokens before the parallel part (which cannot throw).
-void check_ctc_inputs(const int32_t* targets, const int32_t* target_lengths,
-                      const int32_t* input_lengths, int B, int T, int V) {
-  MPIASR_CHECK(B >= 0 && T >= 0 && V >= 1,
-               "ctc_loss: bad shape B=" << B << " T=" << T << " V=" << V);
-  int64_t offset = 0;
-  for (int b = 0; b < B; ++b) {
-    MPIASR_CHECK(input_lengths[b] >= 0 && input_lengths[b] <= T,
-                 "ctc_loss: utterance " << b << " has input length " << input_lengths[b]
-                                        << ", outside [0, " << T << "]");
-    MPIASR_CHECK(target_lengths[b] >= 0,
-                 "ctc_loss: utterance " << b << " has target length " << target_lengths[b]);
-    for (int i = 0; i < target_lengths[b]; ++i) {
-      int32_t token = targets[offset + i];
-      MPIASR_CHECK(token >= 1 && token < V,
-                   "ctc_loss: utterance " << b << " has target token " << token << " at position "
-                                          << i << ", outside [1, " << V << ") (0 is the blank)");
-    }
-    offset += target_lengths[b];
-  }
-}
 
 // One utterance: returns -log p(y|x); writes grad [T_pad, V] when non-null.
 template <typename Real>
@@ -93,7 +72,8 @@ template <typename Real>
 void cpu_ctc_loss(double* losses, Real* dlogits, const Real* logprobs, const int32_t* targets,
                   const int32_t* target_lengths, const int32_t* input_lengths,
                   const double* grad_scale, int B, int T, int V) {
-  check_ctc_inputs(targets, target_lengths, input_lengths, B, T, V);
+  // Before the parallel part, which cannot throw.
+  check_ctc_arguments(targets, target_lengths, input_lengths, B, T, V);
   MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
   std::vector<int64_t> offsets(B + 1, 0);
   for (int b = 0; b < B; ++b) offsets[b + 1] = offsets[b] + target_lengths[b];

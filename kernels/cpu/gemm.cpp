@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "kernels/cpu/parallel.h"
+#include "kernels/gemm_check.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -60,10 +61,7 @@ void cpu_gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T*
               int64_t stride_a, const T* B, int ldb, int64_t stride_b, T beta, T* C, int ldc,
               int64_t stride_c, int batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
-  MPIASR_CHECK(
-      lda >= std::max(1, trans_a ? M : K) && ldb >= std::max(1, trans_b ? K : N) && ldc >= N,
-      "gemm leading dimensions too small: M=" << M << " N=" << N << " K=" << K << " lda=" << lda
-                                              << " ldb=" << ldb << " ldc=" << ldc);
+  check_gemm_arguments(trans_a, trans_b, M, N, K, lda, ldb, ldc);
   const int64_t work = int64_t(M) * N * std::max(K, 1) * batch;
   const int threads =
       omp_in_parallel() || work < kParallelMinMultiplyAdds ? 1 : omp_get_max_threads();

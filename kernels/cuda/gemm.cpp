@@ -12,6 +12,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/gemm_check.h"
 
 namespace mpiasr {
 
@@ -20,10 +21,7 @@ void cuda_gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int M, int N, 
                int64_t stride_b, float beta, void* C, cudaDataType_t c_type, int ldc,
                int64_t stride_c, int batch) {
   if (M <= 0 || N <= 0 || batch <= 0) return;
-  MPIASR_CHECK(
-      lda >= std::max(1, trans_a ? M : K) && ldb >= std::max(1, trans_b ? K : N) && ldc >= N,
-      "gemm leading dimensions too small: M=" << M << " N=" << N << " K=" << K << " lda=" << lda
-                                              << " ldb=" << ldb << " ldc=" << ldc);
+  check_gemm_arguments(trans_a, trans_b, M, N, K, lda, ldb, ldc);
   MPIASR_CHECK(c_type == CUDA_R_16F || c_type == CUDA_R_32F, "gemm output type " << int(c_type));
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
