@@ -619,6 +619,21 @@ std::string dump_config(const Config& config) {
   return std::string(out.c_str()) + "\n";
 }
 
+std::vector<std::string> config_differences(const Config& before, const Config& after) {
+  auto value_text = [](const Key& key, const Config& config) {
+    YAML::Emitter out;
+    key.emit(config, out);
+    return std::string(out.c_str());
+  };
+  std::vector<std::string> differences;
+  for (const Key& key : key_table()) {
+    const std::string old_value = value_text(key, before), new_value = value_text(key, after);
+    if (old_value != new_value)
+      differences.push_back(key.full() + ": " + old_value + " -> " + new_value);
+  }
+  return differences;
+}
+
 uint64_t config_hash(const Config& config) {
   return fnv1a64(dump_config(config));
 }

@@ -248,6 +248,10 @@ void check_config(const Config& config);
 // Canonical YAML: every section and key in table order, one line each.
 std::string dump_config(const Config& config);
 
+// "section.key: a -> b" for every key whose value differs from `before` to
+// `after`, in table order, the values written as dump_config writes them.
+std::vector<std::string> config_differences(const Config& before, const Config& after);
+
 // FNV-1a 64 of dump_config(config).
 uint64_t config_hash(const Config& config);
 

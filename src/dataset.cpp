@@ -122,4 +122,16 @@ std::vector<double> utterance_durations(const Manifest& manifest) {
   return durations;
 }
 
+SamplerOptions sampler_options(const Config& config) {
+  SamplerOptions sampler;
+  sampler.mode = std::string(to_string(config.batching.mode));
+  sampler.max_batch_seconds = config.batching.max_batch_seconds;
+  sampler.max_batch_utterances = config.batching.max_batch_utterances;
+  sampler.batch_size = config.batching.batch_size;
+  sampler.num_buckets = config.batching.num_buckets;
+  sampler.drop_last = config.batching.drop_last;
+  sampler.seed = config.training.seed;
+  return sampler;
+}
+
 }  // namespace mpiasr

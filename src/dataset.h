@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "io/manifest.h"
+#include "io/sampler.h"
 #include "io/text_normalize.h"
 #include "src/config.h"
 
@@ -44,5 +45,8 @@ uint64_t manifest_hash(const Manifest& manifest);
 
 // Seconds of every utterance, in manifest order.
 std::vector<double> utterance_durations(const Manifest& manifest);
+
+// How the training sampler batches a dataset: batching.* and training.seed.
+SamplerOptions sampler_options(const Config& config);
 
 }  // namespace mpiasr

@@ -11,6 +11,10 @@
 #include <memory>
 #include <utility>
 
+#include "model/parameters.h"
+#include "mpi/gradient_reducer.h"
+#include "src/config.h"
+
 namespace mpiasr {
 
 class GradientSync {
@@ -36,6 +40,17 @@ class ReducerSync final : public GradientSync {
  private:
   Reducer reducer_;
 };
+
+// The MPI reducer's options from distributed.* (bucket sizes in MiB,
+// hierarchical), its ranges aligned to the parameter store's padding.
+inline mpi::ReducerOptions reducer_options(const Config& config) {
+  mpi::ReducerOptions reducer;
+  reducer.bucket_bytes = size_t(config.distributed.bucket_mb * (1 << 20));
+  reducer.first_bucket_bytes = size_t(config.distributed.first_bucket_mb * (1 << 20));
+  reducer.hierarchical = config.distributed.hierarchical;
+  reducer.range_alignment = kParameterAlignment;
+  return reducer;
+}
 
 // Makes the all-reduce of a multi-rank run for the flat gradient buffer
 // grads [count] (where the backend keeps it).

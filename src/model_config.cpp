@@ -1,6 +1,7 @@
 // The Conformer a config describes; see model_config.h.
 #include "src/model_config.h"
 
+#include <algorithm>
 #include <sstream>
 
 namespace mpiasr {
@@ -19,6 +20,51 @@ ConformerConfig conformer_config(const Config& config, int vocab_size) {
   model.vocab_size = vocab_size;
   validate_config(model);
   return model;
+}
+
+AdamWConfig adamw_config(const Config& config) {
+  AdamWConfig adamw;
+  adamw.beta1 = float(config.optimizer.beta1);
+  adamw.beta2 = float(config.optimizer.beta2);
+  adamw.eps = float(config.optimizer.eps);
+  adamw.weight_decay = float(config.optimizer.weight_decay);
+  return adamw;
+}
+
+LossScalerConfig loss_scaler_config(const Config& config) {
+  LossScalerConfig scaler;
+  scaler.enabled = config.precision.mode == Precision::kFp16Mixed;
+  scaler.init_scale = float(config.precision.init_scale);
+  scaler.growth_interval = config.precision.growth_interval;
+  return scaler;
+}
+
+LrScheduleConfig lr_schedule_config(const Config& config, int64_t total_steps, int d_model,
+                                    int world_size) {
+  LrScheduleConfig schedule;
+  const ScheduleConfig& s = config.schedule;
+  schedule.warmup_steps = int(s.warmup_steps);
+  schedule.total_steps = int(std::max<int64_t>(total_steps, s.warmup_steps + 1));
+  schedule.d_model = d_model;
+  schedule.global_batch = world_size * config.training.accumulation;
+  schedule.reference_batch = s.reference_batch;
+  schedule.scaling = s.lr_scaling;
+  switch (s.type) {
+    case ScheduleType::kNoam:
+      schedule.kind = LrScheduleKind::kNoam;
+      schedule.lr = s.noam_factor;
+      break;
+    case ScheduleType::kCosine:
+      schedule.kind = LrScheduleKind::kWarmupCosine;
+      schedule.lr = config.optimizer.lr;
+      schedule.min_lr = s.min_lr;
+      break;
+    case ScheduleType::kConstant:  // warmup, then a cosine from lr to lr
+      schedule.kind = LrScheduleKind::kWarmupCosine;
+      schedule.lr = schedule.min_lr = config.optimizer.lr;
+      break;
+  }
+  return schedule;
 }
 
 std::string describe_model(const Config& config, const ConformerConfig& model) {

@@ -85,10 +85,10 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
   std::istringstream yaml(dump_config(config));
   for (std::string line; std::getline(yaml, line);) out << "  " << line << "\n";
   // A rank whose config is not rank 0's names the keys that differ, then every rank stops.
-  const std::string main_config = mpi::broadcast_bytes(ctx, dump_config(config));
+  Config main_config;
+  apply_yaml(main_config, mpi::broadcast_bytes(ctx, dump_config(config)), "rank 0's config");
   std::ostringstream differences;
-  for (const std::string& change :
-       trainer_detail::config_differences(main_config, dump_config(config))) {
+  for (const std::string& change : config_differences(main_config, config)) {
     differences << ctx.rank_name(ctx.world_rank()) << ": config differs from rank 0's: " << change
                 << "\n";
   }

@@ -54,38 +54,6 @@ inline uint64_t dropout_seed(uint64_t seed, int64_t step, int rank, int micro_ba
       {seed ^ kDropoutStream, uint64_t(step), uint64_t(rank), uint64_t(micro_batch)});
 }
 
-// "section.key: a -> b" for every key whose line differs between two
-// canonical config dumps (dump_config: "section:" lines, then "  key: value").
-inline std::vector<std::string> config_differences(const std::string& before,
-                                                   const std::string& after) {
-  auto keyed = [](const std::string& yaml) {
-    std::vector<std::pair<std::string, std::string>> lines;
-    std::istringstream in(yaml);
-    std::string section;
-    for (std::string line; std::getline(in, line);) {
-      if (line.empty()) continue;
-      if (line[0] != ' ') {
-        section = line.substr(0, line.find(':'));
-        continue;
-      }
-      const size_t colon = line.find(':');
-      const size_t start = line.find_first_not_of(' ');
-      const std::string value = colon + 1 < line.size() ? line.substr(colon + 2) : "";
-      lines.push_back({section + "." + line.substr(start, colon - start), value});
-    }
-    return lines;
-  };
-  std::vector<std::string> differences;
-  const auto old_lines = keyed(before), new_lines = keyed(after);
-  for (const auto& [key, value] : new_lines) {
-    auto it = std::find_if(old_lines.begin(), old_lines.end(),
-                           [&](const auto& line) { return line.first == key; });
-    const std::string old_value = it == old_lines.end() ? "(absent)" : it->second;
-    if (old_value != value) differences.push_back(key + ": " + old_value + " -> " + value);
-  }
-  return differences;
-}
-
 inline std::string percent(double ratio) {
   std::ostringstream out;
   out << std::fixed << std::setprecision(2) << 100 * ratio << "%";
@@ -200,16 +168,8 @@ void Trainer<Act, Acc>::load_data() {
                                            train_features_->global_cmvn(), train_features_->loader);
   if (tokenizer_->oov_count() > 0) log_ << "train: " << tokenizer_->oov_report() << "\n";
 
-  SamplerOptions sampler;
-  sampler.mode = std::string(to_string(config_.batching.mode));
-  sampler.max_batch_seconds = config_.batching.max_batch_seconds;
-  sampler.max_batch_utterances = config_.batching.max_batch_utterances;
-  sampler.batch_size = config_.batching.batch_size;
-  sampler.num_buckets = config_.batching.num_buckets;
-  sampler.drop_last = config_.batching.drop_last;
-  sampler.seed = config_.training.seed;
-  sampler_ = std::make_unique<Sampler>(utterance_durations(train_), sampler, ctx_.world_rank(),
-                                       ctx_.world_size());
+  sampler_ = std::make_unique<Sampler>(utterance_durations(train_), sampler_options(config_),
+                                       ctx_.world_rank(), ctx_.world_size());
 
   if (!valid_.utterances.empty()) {
     valid_loader_ = std::make_unique<Loader>(valid_, *tokenizer_, eval_features_->fbank,
@@ -236,18 +196,8 @@ void Trainer<Act, Acc>::build_model() {
        << model_->arena_bytes() / double(1 << 20) << " MiB of activations\n"
        << std::defaultfloat;
 
-  AdamWConfig adamw;
-  adamw.beta1 = float(config_.optimizer.beta1);
-  adamw.beta2 = float(config_.optimizer.beta2);
-  adamw.eps = float(config_.optimizer.eps);
-  adamw.weight_decay = float(config_.optimizer.weight_decay);
-  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(model_->params(), adamw);
-
-  LossScalerConfig scaler;
-  scaler.enabled = config_.precision.mode == Precision::kFp16Mixed;
-  scaler.init_scale = float(config_.precision.init_scale);
-  scaler.growth_interval = config_.precision.growth_interval;
-  scaler_ = std::make_unique<LossScaler>(scaler);
+  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(model_->params(), adamw_config(config_));
+  scaler_ = std::make_unique<LossScaler>(loss_scaler_config(config_));
 
   // The schedule's length: every epoch's steps, capped by max_steps.
   int64_t total_steps = 0;
@@ -258,30 +208,9 @@ void Trainer<Act, Acc>::build_model() {
     total_steps = std::min(total_steps, config_.training.max_steps);
   state_.total_steps = total_steps;
 
-  LrScheduleConfig schedule;
+  schedule_ = std::make_unique<LrSchedule>(
+      lr_schedule_config(config_, total_steps, model_config.d_model, ctx_.world_size()));
   const ScheduleConfig& s = config_.schedule;
-  schedule.warmup_steps = int(s.warmup_steps);
-  schedule.total_steps = int(std::max<int64_t>(total_steps, s.warmup_steps + 1));
-  schedule.d_model = model_config.d_model;
-  schedule.global_batch = ctx_.world_size() * config_.training.accumulation;
-  schedule.reference_batch = s.reference_batch;
-  schedule.scaling = s.lr_scaling;
-  switch (s.type) {
-    case ScheduleType::kNoam:
-      schedule.kind = LrScheduleKind::kNoam;
-      schedule.lr = s.noam_factor;
-      break;
-    case ScheduleType::kCosine:
-      schedule.kind = LrScheduleKind::kWarmupCosine;
-      schedule.lr = config_.optimizer.lr;
-      schedule.min_lr = s.min_lr;
-      break;
-    case ScheduleType::kConstant:  // warmup, then a cosine from lr to lr
-      schedule.kind = LrScheduleKind::kWarmupCosine;
-      schedule.lr = schedule.min_lr = config_.optimizer.lr;
-      break;
-  }
-  schedule_ = std::make_unique<LrSchedule>(schedule);
   log_ << "schedule: " << to_string(s.type) << ", warmup " << s.warmup_steps << " steps, "
        << total_steps << " steps in all; global batch = " << ctx_.world_size() << " ranks x "
        << config_.training.accumulation << " micro-batches, LR x " << schedule_->batch_scale()
@@ -290,13 +219,8 @@ void Trainer<Act, Acc>::build_model() {
   if (ctx_.world_size() > 1 && make_gradient_sync_) {
     reducer_ = make_gradient_sync_(model_->params().grad(), model_->params().size());
   } else if (ctx_.world_size() > 1) {
-    mpi::ReducerOptions reducer;
-    reducer.bucket_bytes = size_t(config_.distributed.bucket_mb * (1 << 20));
-    reducer.first_bucket_bytes = size_t(config_.distributed.first_bucket_mb * (1 << 20));
-    reducer.hierarchical = config_.distributed.hierarchical;
-    reducer.range_alignment = kParameterAlignment;
     reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
-        ctx_, model_->params().grad(), model_->params().size(), reducer);
+        ctx_, model_->params().grad(), model_->params().size(), reducer_options(config_));
   }
   micro_batches_.resize(size_t(config_.training.accumulation));
 }
@@ -336,8 +260,9 @@ void Trainer<Act, Acc>::resume() {
   optimizer_->set_step_count(int(state_.optimizer_step));
   scaler_->load_state(state_.scaler);
 
-  for (const std::string& change :
-       trainer_detail::config_differences(files.files[kConfigFile], dump_config(config_))) {
+  Config checkpoint_config;
+  apply_yaml(checkpoint_config, files.files[kConfigFile], dir + "/" + kConfigFile);
+  for (const std::string& change : config_differences(checkpoint_config, config_)) {
     log_ << "note: config differs from the checkpoint's: " << change << "\n";
   }
   if (state_.train_manifest_hash != train_hash_) {

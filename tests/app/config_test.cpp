@@ -253,5 +253,13 @@ TEST(Config, ExampleConfigsLoad) {
   }
 }
 
+TEST(ConfigDifferencesTest, NamesEveryChangedKeyWithBothValues) {
+  const Config before = load_config("", {});
+  const Config after = load_config("", {"--optimizer.lr=0.005", "--model.d_model=48"});
+  EXPECT_EQ(config_differences(before, after),
+            (std::vector<std::string>{"model.d_model: ~ -> 48", "optimizer.lr: 0.001 -> 0.005"}));
+  EXPECT_TRUE(config_differences(after, after).empty());
+}
+
 }  // namespace
 }  // namespace mpiasr

@@ -24,7 +24,6 @@
 #include "model/conformer.h"
 #include "src/base/file.h"
 #include "src/model_config.h"
-#include "src/trainer_impl.h"
 #include "src/training_checkpoint.h"
 #include "tests/app/training_fixture.h"
 
@@ -219,14 +218,6 @@ TEST(TrainerTest, ModelSafetensorsHoldsTheModelUnderPyTorchNames) {
   for (const auto& [name, tensor] : tensors) EXPECT_EQ(tensor.values, library.at(name).data);
   const std::vector<float>& norm = tensors.at("encoder.layers.0.norm_out.weight").values;
   EXPECT_NE(std::count(norm.begin(), norm.end(), 1.0f), int64_t(norm.size()));
-}
-
-TEST(ConfigDifferencesTest, NamesEveryChangedKeyWithBothValues) {
-  const Config before = load_config("", {});
-  const Config after = load_config("", {"--optimizer.lr=0.005", "--model.d_model=48"});
-  EXPECT_EQ(trainer_detail::config_differences(dump_config(before), dump_config(after)),
-            (std::vector<std::string>{"model.d_model: ~ -> 48", "optimizer.lr: 0.001 -> 0.005"}));
-  EXPECT_TRUE(trainer_detail::config_differences(dump_config(after), dump_config(after)).empty());
 }
 
 }  // namespace
