@@ -13,8 +13,8 @@
 # kills the daemons by their pid files (munged only if start launched it).
 # Ports: slurmctld on $FAKE_SLURM_PORT (default 17000), node K on that + K.
 #
-# Two settings make fake nodes on one host work (both measured, see
-# /work/shared/notes/cluster-emulation.md):
+# Two settings make fake nodes on one host work (both measured with Slurm 22
+# and OpenMPI 4.1 on Debian 12; tests/integration/mpi_slurm.sh runs on them):
 #   TmpFS=DIR/tmp/%n   each node its own PMIx folder, otherwise PMIx fails with
 #                      'pmixp_mkdir: Cannot create directory ... File exists'
 #   TaskProlog         exports OMPI_MCA_btl_vader_backing_directory=DIR/shm/<node>,
