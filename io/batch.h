@@ -1,9 +1,11 @@
 // A padded training batch in host memory, as the loader hands it to the
 // trainer. Buffers are 64-byte aligned (pinnable) and reused between batches.
 //
-//   features        float [B, T, n_mels]   T = max frames in the batch; rows t >= frame_lengths[b] are 0
+//   features        float [B, T, n_mels]    T = max frames in the batch;
+//                                           rows t >= frame_lengths[b] are 0
 //   frame_lengths   int32 [B]
-//   targets         int32 [sum target_lengths], utterances concatenated, token ids (blank = 0 unused)
+//   targets         int32 [sum target_lengths], utterances concatenated,
+//                   token ids (blank = 0 unused)
 //   target_lengths  int32 [B]
 #pragma once
 

@@ -34,25 +34,15 @@ constexpr size_t kParameters = size_t(30) << 20;  // ~medium's parameter count
 CudaBackend* g_backend = nullptr;
 
 // Fills x [n] with values in [-1, 1) from a hash of the index.
-__global__ void fill_kernel(__half* x, size_t n, uint32_t seed) {
+template <typename T>
+__global__ void fill_kernel(T* x, size_t n, uint32_t seed) {
   for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += size_t(gridDim.x) * blockDim.x) {
     uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
     h ^= h >> 15;
     h *= 0x85EBCA77u;
     h ^= h >> 13;
-    x[i] = __float2half(float(h >> 8) / 8388608.0f - 1.0f);
-  }
-}
-
-__global__ void fill_kernel(float* x, size_t n, uint32_t seed) {
-  for (size_t i = size_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint32_t h = uint32_t(i) * 0x9E3779B1u ^ seed;
-    h ^= h >> 15;
-    h *= 0x85EBCA77u;
-    h ^= h >> 13;
-    x[i] = float(h >> 8) / 8388608.0f - 1.0f;
+    x[i] = T(float(h >> 8) / 8388608.0f - 1.0f);
   }
 }
 
