@@ -2,6 +2,9 @@
 // system can fail at, and the macros that check calls and conditions and name
 // the call, the file and the line. Library code throws; the program's
 // main() prints the message and exits with the code of the error's kind.
+//
+// src/base/ is the base layer (DESIGN.md, "Layers"): it includes nothing of
+// the project, and every layer may include it.
 #pragma once
 
 #include <sstream>
