@@ -265,6 +265,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(training, device),
       MPIASR_KEY(training, epochs),
       MPIASR_KEY(training, max_steps),
+      MPIASR_KEY(training, max_minutes),
       MPIASR_KEY(training, accumulation),
       MPIASR_KEY(training, seed),
       MPIASR_KEY(training, threads),
@@ -566,6 +567,8 @@ void check_config(const Config& c) {
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
   require(c.training.epochs >= 1, "training.epochs", c.training.epochs, "must be >= 1");
   require(c.training.max_steps >= 0, "training.max_steps", c.training.max_steps,
+          "must be >= 0 (0 = no limit)");
+  require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,
           "must be >= 0 (0 = no limit)");
   require(c.training.accumulation >= 1, "training.accumulation", c.training.accumulation,
           "must be >= 1");

@@ -167,7 +167,10 @@ struct TrainingConfig {
   DeviceType device = DeviceType::kAuto;
   int epochs = 10;
   int64_t max_steps = 0;  // 0 = no limit
-  int accumulation = 1;   // micro-batches per optimizer step
+  // Wall-clock budget of the whole training, resumed runs included: the
+  // first step to end past it is the last (validated and checkpointed). 0 = none.
+  double max_minutes = 0;
+  int accumulation = 1;  // micro-batches per optimizer step
   uint64_t seed = 1234;
   int threads = 0;            // CPU threads per rank; 0 = cores of the node / ranks on the node
   bool zero_infinity = true;  // CTC: zero the loss of impossible alignments

@@ -2,8 +2,10 @@
 // flushed line by line, so a crash loses nothing already logged.
 //
 //   {"kind":"train","step":120,"epoch":1.37,"loss":0.84,"lr":0.0012,"grad_norm":2.3,
-//    "utt_per_s":41.2,"audio_s_per_s":160.5}
-//   {"kind":"valid","step":500,"loss":0.61,"cer":0.082,"wer":0.231}
+//    "utt_per_s":41.2,"audio_s_per_s":160.5,"elapsed_s":95.2}
+//   {"kind":"valid","step":500,"loss":0.61,"cer":0.082,"wer":0.231,"elapsed_s":402.7}
+// elapsed_s is the wall time trained when the line was written, earlier runs
+// of a resumed training included (what training.max_minutes limits).
 //
 // A run that starts at step S (0 for a fresh run, the checkpoint's step on
 // resume) first drops the lines of steps after S: those steps are about to be

@@ -13,6 +13,9 @@
 // at the end of each epoch and of training; the best validation CER is kept
 // as the checkpoint root's `best`. Checkpoints every checkpoint.every_steps,
 // at every improved validation, at the end, and when a stop is requested.
+// training.max_minutes ends training as the end of the schedule does
+// (validation, checkpoint) with the step in progress when the wall time
+// trained, resumed runs included, reaches it; state.json keeps that time.
 //
 // Randomness: the sampler's shuffles from (seed, epoch); dither and SpecAugment
 // from (seed, epoch, utterance) in the loader; dropout from (seed, step, rank,
@@ -36,7 +39,7 @@ struct TrainOptions {
 
 struct TrainResult {
   int64_t step = 0;       // the last step trained
-  bool finished = false;  // reached the end of the schedule
+  bool finished = false;  // reached the end of the schedule or of training.max_minutes
   int stop_signal = 0;    // SIGINT/SIGTERM that stopped it early, 0 when none
 };
 

@@ -84,7 +84,8 @@ class Trainer {
   void load_data();
   void build_model();
   void resume();
-  // One optimizer step; returns whether any rank was asked to stop.
+  // One optimizer step; returns whether any rank was asked to stop. Sets
+  // time_spent_ when any rank found training.max_minutes spent as it began.
   bool train_step();
   void log_progress();
   // Returns whether the validation CER improved on the best so far.
@@ -97,6 +98,12 @@ class Trainer {
   double epoch_progress() const {
     return state_.epoch + double(state_.batch_in_epoch) / double(state_.batches_in_epoch);
   }
+  // Wall time trained: the earlier runs' (from the checkpoint) and this one's so far.
+  double train_seconds() const {
+    return seconds_before_ + std::chrono::duration<double>(Clock::now() - run_begin_).count();
+  }
+  double time_left() const { return 60 * config_.training.max_minutes - train_seconds(); }
+  bool has_time_budget() const { return config_.training.max_minutes > 0; }
 
   const Config& config_;
   mpi::Context& ctx_;
@@ -125,7 +132,10 @@ class Trainer {
   TrainingState state_;
   int loader_epoch_ = -1;  // the epoch the train loader was started on
   int64_t start_step_ = 0;
-  Clock::time_point start_time_;
+  Clock::time_point start_time_;  // of this run's first step
+  Clock::time_point run_begin_;   // of this run, data loading included
+  double seconds_before_ = 0;     // trained by earlier runs (the checkpoint's train_seconds)
+  bool time_spent_ = false;       // training.max_minutes ran out: this step is the last
 
   // Sums since the last progress line (this rank's; all-reduced when printed).
   struct Interval {
@@ -291,11 +301,16 @@ void Trainer<Act, Acc>::resume() {
 
 template <typename Act, typename Acc>
 TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
+  run_begin_ = Clock::now();
   ctx_.set_timeout(config_.distributed.timeout_s);
   is_writer_ = mpi::is_checkpoint_writer(ctx_, std::string(to_string(config_.checkpoint.fs_mode)));
   load_data();
   build_model();
   resume();
+  // The ranks agree on the time already spent (per-node checkpoints hold each node's clock).
+  seconds_before_ =
+      double(mpi::allreduce_max(ctx_, std::llround(state_.train_seconds * 1e3), "train time")) /
+      1e3;
 
   state_.seed = config_.training.seed;
   state_.world_size = ctx_.world_size();
@@ -319,10 +334,18 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     result.finished = true;
     return result;
   }
+  if (has_time_budget() && state_.step > 0 && time_left() <= 0) {
+    log_ << "nothing to train: the checkpoint at step " << state_.step << " has trained for "
+         << format_duration(seconds_before_) << ", training.max_minutes is "
+         << config_.training.max_minutes << " (raise it to train on)\n";
+    result.step = state_.step;
+    result.finished = true;
+    return result;
+  }
   while (state_.step < state_.total_steps) {
     const int epoch_before = state_.epoch;
     const bool stop = train_step();
-    const bool last = state_.step == state_.total_steps;
+    const bool last = state_.step == state_.total_steps || time_spent_;
     const int64_t step = state_.step;
     const TrainingConfig& t = config_.training;
     if (step % t.log_every == 0 || last || stop) log_progress();
@@ -342,12 +365,18 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
       log_ << "stopped after step " << step << "; run the same command again to resume\n";
       break;
     }
+    if (time_spent_) {
+      log_ << "training.max_minutes = " << config_.training.max_minutes << " spent after step "
+           << step << "\n";
+      break;
+    }
   }
   result.step = state_.step;
-  result.finished = state_.step >= state_.total_steps;
+  result.finished = state_.step >= state_.total_steps || time_spent_;
   if (result.finished) {
     log_ << "training done: " << state_.step << " steps in "
-         << format_duration(std::chrono::duration<double>(Clock::now() - start_time_).count());
+         << format_duration(std::chrono::duration<double>(Clock::now() - start_time_).count())
+         << " (" << format_duration(train_seconds()) << " in all runs)";
     if (state_.best_step > 0) {
       log_ << "; best validation CER " << trainer_detail::percent(state_.best_cer) << " at step "
            << state_.best_step << " (" << checkpoint_dir(config_.checkpoint.dir, state_.best_step)
@@ -369,7 +398,9 @@ bool Trainer<Act, Acc>::train_step() {
   ctx_.set_step(state_.step + 1);
   const int micro = int(std::min<int64_t>(config_.training.accumulation,
                                           state_.batches_in_epoch - state_.batch_in_epoch));
-  double counts[2] = {0, StopSignals::received() ? 1.0 : 0.0};  // tokens, stop requests
+  // Tokens, stop requests, ranks that found the time budget spent.
+  double counts[3] = {0, StopSignals::received() ? 1.0 : 0.0,
+                      has_time_budget() && time_left() <= 0 ? 1.0 : 0.0};
   for (int i = 0; i < micro; ++i) {
     Batch& batch = micro_batches_[size_t(i)];
     MPIASR_CHECK(train_loader_->next(batch), "the loader ended epoch "
@@ -377,7 +408,8 @@ bool Trainer<Act, Acc>::train_step() {
                                                  << state_.batch_in_epoch + i);
     for (int b = 0; b < batch.batch_size; ++b) counts[0] += batch.target_lengths[size_t(b)];
   }
-  mpi::allreduce_sum_inplace(ctx_, counts, 2, "step token count");
+  mpi::allreduce_sum_inplace(ctx_, counts, 3, "step token count");
+  time_spent_ = counts[2] > 0;
   const double loss_divisor = std::max(counts[0], 1.0);
 
   optimizer_->zero_grad();
@@ -457,8 +489,9 @@ void Trainer<Act, Acc>::log_progress() {
   const double comm_wait_ms =
       1e3 * sums[4] / double(ctx_.world_size() * std::max<int64_t>(interval_.steps, 1));
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
-  const double eta =
+  double eta =
       elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);
+  if (has_time_budget()) eta = std::max(0.0, std::min(eta, time_left()));
   if (ctx_.is_main()) {
     char line[256];
     std::snprintf(line, sizeof line,
@@ -481,6 +514,7 @@ void Trainer<Act, Acc>::log_progress() {
       {"utt_per_s", utt_per_s},    {"audio_s_per_s", audio_per_s},
   };
   if (reducer_) record["comm_wait_ms"] = comm_wait_ms;
+  record["elapsed_s"] = train_seconds();
   metrics_->write(record);
   interval_ = Interval{};
 }
@@ -510,7 +544,8 @@ bool Trainer<Act, Acc>::validate() {
                    {"step", state_.step},
                    {"loss", totals.loss_per_token()},
                    {"cer", cer},
-                   {"wer", wer}});
+                   {"wer", wer},
+                   {"elapsed_s", train_seconds()}});
   return improved;
 }
 
@@ -518,6 +553,7 @@ template <typename Act, typename Acc>
 void Trainer<Act, Acc>::save_checkpoint() {
   const Clock::time_point begin = Clock::now();
   std::string dir, failure;
+  state_.train_seconds = train_seconds();
   if (is_writer_) {
     try {
       const CheckpointFiles files = make_checkpoint_files(

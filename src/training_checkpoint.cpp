@@ -44,6 +44,7 @@ nlohmann::json TrainingState::to_json() const {
       {"seed", seed},
       {"scaler", scaler},
       {"schedule", {{"total_steps", total_steps}, {"lr", lr}}},
+      {"train_seconds", train_seconds},
       {"best_cer", std::isfinite(best_cer) ? nlohmann::json(best_cer) : nlohmann::json()},
       {"best_step", best_step},
       {"world_size", world_size},
@@ -69,6 +70,9 @@ TrainingState TrainingState::from_json(const nlohmann::json& state, const std::s
   const nlohmann::json schedule = field<nlohmann::json>(state, "schedule", source);
   s.total_steps = field<int64_t>(schedule, "total_steps", source);
   s.lr = field<double>(schedule, "lr", source);
+  // Absent from checkpoints written before it was recorded: no time spent.
+  if (state.contains("train_seconds"))
+    s.train_seconds = field<double>(state, "train_seconds", source);
   const nlohmann::json best = field<nlohmann::json>(state, "best_cer", source);
   s.best_cer = best.is_null() ? std::numeric_limits<double>::infinity()
                               : field<double>(state, "best_cer", source);

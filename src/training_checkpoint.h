@@ -45,6 +45,7 @@ struct TrainingState {
   nlohmann::json scaler = nlohmann::json::object();  // LossScaler::state()
   int64_t total_steps = 0;                           // the schedule's length
   double lr = 0;                                     // the last step's learning rate
+  double train_seconds = 0;  // wall time trained so far, over every run that led here
   double best_cer = std::numeric_limits<double>::infinity();
   int64_t best_step = 0;  // 0: no validation yet
   int world_size = 1;

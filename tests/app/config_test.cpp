@@ -189,6 +189,7 @@ Config unusual_config() {
   c.schedule.lr_scaling = LrScaling::kSqrt;
   c.training.seed = 18446744073709551615ull;
   c.training.max_steps = 123456789012;
+  c.training.max_minutes = 59.5;
   c.distributed.hierarchical = true;
   c.checkpoint.fs_mode = FsMode::kPerNode;
   c.output.dir = "/tmp/out dir";

@@ -10,13 +10,19 @@
 //   - model.safetensors, read by a reader written here from the format's
 //     definition, holds every parameter under PyTorch-style names with the
 //     model's shapes, and the values the trainer holds;
-//   - a changed config is reported key by key with both values.
+//   - a changed config is reported key by key with both values;
+//   - training.max_minutes, once spent, ends training after the step in
+//     progress with a validation and a checkpoint that keeps the time spent;
+//     a rerun trains no more, the time spent is the checkpoint's, and a run
+//     with a larger budget resumes and ends on the weights of a run that had
+//     no budget.
 #include "src/trainer.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <regex>
 
 #include "io/checksum.h"
@@ -55,6 +61,7 @@ std::vector<std::string> curve(const Config& config) {
   for (nlohmann::json record : metrics_of(config, "train")) {
     record.erase("utt_per_s");
     record.erase("audio_s_per_s");
+    record.erase("elapsed_s");
     lines.push_back(record.dump());
   }
   return lines;
@@ -218,6 +225,64 @@ TEST(TrainerTest, ModelSafetensorsHoldsTheModelUnderPyTorchNames) {
   for (const auto& [name, tensor] : tensors) EXPECT_EQ(tensor.values, library.at(name).data);
   const std::vector<float>& norm = tensors.at("encoder.layers.0.norm_out.weight").values;
   EXPECT_NE(std::count(norm.begin(), norm.end(), 1.0f), int64_t(norm.size()));
+}
+
+TEST(TrainerTest, SpentTimeBudgetEndsTrainingAndStaysSpentOnResume) {
+  const Config whole = tiny_config(fresh_dir("budget_whole"));
+  const std::string dir = fresh_dir("budget");
+  // A budget of a few nanoseconds is spent before the first step begins.
+  const Config spent = tiny_config(dir, {"--training.max_minutes=1e-10"});
+  run(whole);
+
+  std::string log;
+  TrainResult result = run(spent, {}, &log);
+  EXPECT_TRUE(result.finished);
+  EXPECT_EQ(result.step, 1);
+  EXPECT_NE(log.find("training.max_minutes = 1e-10 spent after step 1"), std::string::npos) << log;
+  const std::vector<nlohmann::json> train_lines = metrics_of(spent, "train");
+  const std::vector<nlohmann::json> valid_lines = metrics_of(spent, "valid");
+  ASSERT_EQ(train_lines.size(), 1u);
+  ASSERT_EQ(valid_lines.size(), 1u);  // the last step is validated
+  EXPECT_EQ(valid_lines[0]["step"], 1);
+  const double step1_seconds = valid_lines[0]["elapsed_s"].get<double>();
+  EXPECT_GT(train_lines[0]["elapsed_s"].get<double>(), 0.0);
+  EXPECT_LE(train_lines[0]["elapsed_s"].get<double>(), step1_seconds);
+  EXPECT_GE(read_checkpoint(spent.checkpoint.dir, 1).state["train_seconds"].get<double>(),
+            step1_seconds);
+
+  // Spent for good: the same command trains nothing.
+  result = run(spent, {}, &log);
+  EXPECT_TRUE(result.finished);
+  EXPECT_EQ(result.step, 1);
+  EXPECT_NE(log.find("nothing to train: the checkpoint at step 1 has trained for"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(checkpoint_dir(spent.checkpoint.dir, 2)));
+
+  // The time spent is the checkpoint's: with two hours recorded, an hour's
+  // budget is spent and a day's is not, and counts on from two hours.
+  const std::string state_path = checkpoint_dir(spent.checkpoint.dir, 1) + "/state.json";
+  nlohmann::json state = nlohmann::json::parse(read_file(state_path));
+  state["train_seconds"] = 7200.0;
+  write_file_synced(state_path, state.dump());
+  const Config hour = tiny_config(dir, {"--training.max_minutes=60"});
+  result = run(hour, {}, &log);
+  EXPECT_EQ(result.step, 1);
+  EXPECT_NE(log.find("nothing to train: the checkpoint at step 1 has trained for 2h00m, "
+                     "training.max_minutes is 60"),
+            std::string::npos)
+      << log;
+  const Config day = tiny_config(dir, {"--training.max_minutes=1440"});
+  result = run(day, {}, &log);
+  EXPECT_TRUE(result.finished);
+  EXPECT_EQ(result.step, 8);
+  const std::vector<nlohmann::json> resumed = metrics_of(day, "train");
+  ASSERT_EQ(resumed.size(), 8u);
+  EXPECT_GE(resumed[1]["elapsed_s"].get<double>(), 7200.0);
+  for (size_t i = 1; i < resumed.size(); ++i) {
+    EXPECT_GE(resumed[i]["elapsed_s"].get<double>(), resumed[i - 1]["elapsed_s"].get<double>());
+  }
+  expect_same_run(whole, day, 8);
 }
 
 }  // namespace

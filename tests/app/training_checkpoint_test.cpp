@@ -1,7 +1,7 @@
 // Checkpoint state of the trainer: TrainingState survives state.json field
 // for field (an infinite best CER as null), a missing or mistyped field is an
-// error naming it, tensors survive safetensors bit for bit, and
-// locate_checkpoint finds what a user names (step folder, root with
+// error naming it (but a checkpoint older than train_seconds has spent none), tensors survive
+// safetensors bit for bit, and locate_checkpoint finds what a user names (step folder, root with
 // pointers, output folder) and skips a corrupt pointed-to checkpoint.
 #include "src/training_checkpoint.h"
 
@@ -27,6 +27,7 @@ TrainingState example_state() {
   s.scaler = {{"enabled", true}, {"scale", 32768.0}, {"growth_tracker", 12}};
   s.total_steps = 5000;
   s.lr = 1.2345678901234567e-3;
+  s.train_seconds = 3599.25;
   s.best_cer = 0.0625;
   s.best_step = 1000;
   s.world_size = 4;
@@ -48,6 +49,7 @@ void expect_equal(const TrainingState& a, const TrainingState& b) {
   EXPECT_EQ(a.batch_in_epoch, b.batch_in_epoch);
   EXPECT_EQ(a.seed, b.seed);
   EXPECT_EQ(a.lr, b.lr);
+  EXPECT_EQ(a.train_seconds, b.train_seconds);
   EXPECT_EQ(a.best_cer, b.best_cer);
   EXPECT_EQ(a.scaler, b.scaler);
   EXPECT_EQ(a.cmvn_file, b.cmvn_file);
@@ -89,6 +91,14 @@ TEST(TrainingStateTest, MissingOrBadFieldIsNamed) {
     EXPECT_NE(std::string(e.what()).find("bad \"epoch\": \"three\""), std::string::npos)
         << e.what();
   }
+}
+
+TEST(TrainingStateTest, CheckpointWithoutTrainSecondsHasSpentNoTime) {
+  nlohmann::json json = example_state().to_json();
+  json.erase("train_seconds");
+  EXPECT_EQ(TrainingState::from_json(json, "state.json").train_seconds, 0.0);
+  json["train_seconds"] = "an hour";
+  EXPECT_THROW(TrainingState::from_json(json, "state.json"), Error);
 }
 
 TEST(TrainingCheckpointTest, TensorsRoundTripBitForBit) {
