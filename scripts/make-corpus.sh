@@ -1,20 +1,26 @@
 #!/usr/bin/env bash
 # Generates a synthetic English speech corpus with many voices, speeds,
-# pitches, noise types and levels, and reverb, plus mpiasr manifests.
+# pitches, noise types and levels, reverb and channels, plus mpiasr manifests.
 #
 #   1. scripts/corpus_plan.py plans it: DIR/plan.tsv, one line per utterance
 #      (split, id, path, sentence, engine, voice, speed, pitch, noise, snr_db,
-#      noise_start, reverb, reverberance, gain_db), from a seeded RNG with
-#      disjoint train/valid/test sentence sets.
+#      noise_start, reverb, reverberance, gain_db, source, pitch_cents, tempo,
+#      room_scale, hf_damping, channel, band_low, band_high), from a seeded RNG
+#      with disjoint sentence sets per split. The profile says which splits
+#      and how much variety (see --help and corpus_plan.py).
 #   2. Each utterance, in parallel chunks run by xargs -P:
-#      espeak-ng or flite -> 16 kHz mono -> + noise at snr_db (noise scaled by
-#      the measured RMS of speech and of the noise segment) -> reverb when
-#      planned -> peak gain to gain_db dBFS -> 16-bit FLAC or WAV.
+#      espeak-ng or flite -> 16 kHz mono -> sox pitch shift and tempo when
+#      planned -> + noise at snr_db (noise scaled by the measured RMS of speech
+#      and of the noise segment) unless the noise is `none` -> reverb when
+#      planned -> band-limiting (sinc) or a telephone channel (300-3400 Hz,
+#      8 kHz mu-law and back) when planned -> peak gain to gain_db dBFS ->
+#      16-bit FLAC or WAV.
 #      Noise is cut at sample noise_start of 120 s noise files made once with
 #      `sox -R`, and every sox call runs with -R (seeded dither), so the same
 #      seed and options give the same audio, bit for bit.
-#   3. corpus_plan.py finish writes DIR/{train,valid,test}.tsv
-#      (`relative/path<TAB>transcript`) and prints the hours per split.
+#   3. corpus_plan.py finish writes DIR/SPLIT.tsv for every split
+#      (`relative/path<TAB>transcript`) and prints the hours per split and
+#      the variety of each (also in DIR/stats.txt).
 #
 # Files are written under a temporary name and renamed, so an interrupted run
 # resumes with the same command: utterances whose file exists are skipped.
@@ -24,18 +30,31 @@ usage() {
   cat <<'EOF'
 Usage: scripts/make-corpus.sh --out DIR (--hours H | --utterances N) [options]
 
-Generates synthetic speech (espeak-ng, flite, sox) and the manifests
-DIR/train.tsv, DIR/valid.tsv, DIR/test.tsv (relative/path<TAB>transcript).
+Generates synthetic speech (espeak-ng, flite, sox) and one manifest per split,
+DIR/SPLIT.tsv (relative/path<TAB>transcript).
+
+Profiles:
+  demo   DIR/train.tsv, valid.tsv, test.tsv; sizes are shares of the whole.
+  wide   DIR/train.tsv (seen voices), valid-seen.tsv, test-seen.tsv (the same
+         voices, other sentences), valid-unseen.tsv, test-unseen.tsv (a voice
+         family that no other split has: Scottish English, espeak-ng's
+         en-gb-scotland with 13 variants of its own and flite's awb, with
+         their own sentences); more variety: whisper and croak variants, sox
+         pitch shifts and tempo changes, clean speech, rooms of several sizes,
+         band-limited and telephone channels.
 
   --out DIR               output directory (created; rerun to resume)
-  --hours H               plan about H hours of audio
-  --utterances N          plan exactly N utterances
+  --hours H               plan about H hours of audio (wide: of train)
+  --utterances N          plan exactly N utterances (wide: of train)
+  --profile demo|wide     splits and variety (default demo)
   --seed S                plan seed (default 1); same seed, same corpus
   --jobs J                parallel jobs (default: number of cores)
   --format flac|wav       audio format (default flac)
-  --valid-fraction F      share of utterances and sentences for valid (default 0.05)
-  --test-fraction F       share for test (default 0.05)
-  --snr-min DB            lowest signal-to-noise ratio (default 10)
+  --valid-fraction F      demo: share of utterances and sentences for valid (default 0.05)
+  --test-fraction F       demo: share for test (default 0.05)
+  --valid-utterances N    wide: utterances in each valid split (default 300)
+  --test-utterances N     wide: utterances in each test split (default 600)
+  --snr-min DB            lowest signal-to-noise ratio (default 10; wide 5)
   --snr-max DB            highest signal-to-noise ratio (default 30)
   --reverb-fraction F     share of utterances with reverb (default 0.3)
   -h, --help              this help
@@ -54,13 +73,15 @@ while (($#)); do
   case "$1" in
     -h | --help) usage; exit 0 ;;
     --out | --hours | --utterances | --jobs | --format | --seed | --valid-fraction | \
-      --test-fraction | --snr-min | --snr-max | --reverb-fraction)
+      --test-fraction | --snr-min | --snr-max | --reverb-fraction | --profile | \
+      --valid-utterances | --test-utterances)
       (($# >= 2)) || die "$1 needs a value" ;;&
     --out) out="$2"; shift 2 ;;
     --hours | --utterances) size_args+=("$1" "$2"); shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --format) format="$2"; plan_args+=("$1" "$2"); shift 2 ;;
-    --seed | --valid-fraction | --test-fraction | --snr-min | --snr-max | --reverb-fraction)
+    --seed | --valid-fraction | --test-fraction | --snr-min | --snr-max | --reverb-fraction | \
+      --profile | --valid-utterances | --test-utterances)
       plan_args+=("$1" "$2"); shift 2 ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
@@ -97,7 +118,9 @@ done
 synth_utterance() {
   local path="$3" sentence="$4" engine="$5" voice="$6" speed="$7"
   local pitch="$8" noise="$9" snr_db="${10}" noise_start="${11}" reverb="${12}"
-  local reverberance="${13}" gain_db="${14}"
+  local reverberance="${13}" gain_db="${14}" pitch_cents="${16}" tempo="${17}"
+  local room_scale="${18}" hf_damping="${19}" channel="${20}" band_low="${21}"
+  local band_high="${22}"
   local target="$out/$path"
   [[ -s "$target" ]] && return 0
   local tmp="$chunk_dir/utterance"  # chunk_dir: set by synth_chunk
@@ -110,39 +133,65 @@ synth_utterance() {
         -t "$sentence" -o "$tmp.tts.wav" ;;
     *) echo "unknown engine '$engine'" >&2; return 1 ;;
   esac
-  # 16 kHz mono; `stat` reports the sample count and the RMS of the speech.
+  # 16 kHz mono, pitch-shifted and re-timed when planned; `stat` (at 16 kHz:
+  # pitch changes the rate inside the chain) reports the sample count and the
+  # RMS of the speech.
+  local voice_effects=()
+  [[ "$pitch_cents" == 0 ]] || voice_effects+=(pitch "$pitch_cents")
+  [[ "$tempo" == 1 ]] || voice_effects+=(tempo "$tempo")
+  ((${#voice_effects[@]} == 0)) || voice_effects+=(rate 16000)
   local speech_stat speech_samples speech_rms
-  speech_stat=$(sox -R "$tmp.tts.wav" -b 16 "$tmp.speech.wav" channels 1 rate 16000 stat 2>&1) ||
-    { echo "sox: $speech_stat" >&2; return 1; }
+  speech_stat=$(sox -R "$tmp.tts.wav" -b 16 "$tmp.speech.wav" channels 1 rate 16000 \
+    "${voice_effects[@]}" stat 2>&1) || { echo "sox: $speech_stat" >&2; return 1; }
   if [[ ! "$speech_stat" =~ Samples\ read:\ +([0-9]+).*RMS\ +amplitude:\ +([0-9.e+-]+) ]]; then
     echo "no sample count or RMS in sox stat output: $speech_stat" >&2
     return 1
   fi
   speech_samples="${BASH_REMATCH[1]}" speech_rms="${BASH_REMATCH[2]}"
-  if ((noise_start + speech_samples > noise_seconds * 16000)); then
-    echo "$speech_samples samples of speech from noise_start $noise_start run past" \
-      "the ${noise_seconds} s noise file" >&2
-    return 1
+  # Speech and noise at half level, so their sum cannot clip before `gain -n`.
+  local inputs=(-v 0.5 "$tmp.speech.wav")
+  if [[ "$noise" != none ]]; then
+    if ((noise_start + speech_samples > noise_seconds * 16000)); then
+      echo "$speech_samples samples of speech from noise_start $noise_start run past" \
+        "the ${noise_seconds} s noise file" >&2
+      return 1
+    fi
+    # The noise segment and its RMS.
+    local noise_stat noise_rms
+    noise_stat=$(sox -R "$out/noise/$noise.wav" "$tmp.noise.wav" \
+      trim "${noise_start}s" "${speech_samples}s" stat 2>&1) ||
+      { echo "sox: $noise_stat" >&2; return 1; }
+    if [[ ! "$noise_stat" =~ RMS\ +amplitude:\ +([0-9.e+-]+) ]]; then
+      echo "no RMS in sox stat output: $noise_stat" >&2
+      return 1
+    fi
+    noise_rms="${BASH_REMATCH[1]}"
+    local noise_volume
+    noise_volume=$(awk -v s="$speech_rms" -v n="$noise_rms" -v snr="$snr_db" \
+      'BEGIN { printf "%.8f", 0.5 * s / (n * 10 ^ (snr / 20)) }')
+    inputs=(-m "${inputs[@]}" -v "$noise_volume" "$tmp.noise.wav")
   fi
-  # The noise segment and its RMS.
-  local noise_stat noise_rms
-  noise_stat=$(sox -R "$out/noise/$noise.wav" "$tmp.noise.wav" \
-    trim "${noise_start}s" "${speech_samples}s" stat 2>&1) || { echo "sox: $noise_stat" >&2; return 1; }
-  if [[ ! "$noise_stat" =~ RMS\ +amplitude:\ +([0-9.e+-]+) ]]; then
-    echo "no RMS in sox stat output: $noise_stat" >&2
-    return 1
-  fi
-  noise_rms="${BASH_REMATCH[1]}"
-  # Both inputs at half level so their sum cannot clip before `gain -n`.
-  local noise_volume
-  noise_volume=$(awk -v s="$speech_rms" -v n="$noise_rms" -v snr="$snr_db" \
-    'BEGIN { printf "%.8f", 0.5 * s / (n * 10 ^ (snr / 20)) }')
   local effects=()
-  if [[ "$reverb" == yes ]]; then effects+=(reverb "$reverberance"); fi
-  effects+=(gain -n "$gain_db")
+  if [[ "$reverb" == yes ]]; then
+    effects+=(reverb "$reverberance")
+    [[ "$hf_damping" == - ]] || effects+=("$hf_damping" "$room_scale")
+  fi
   [[ -d "${target%/*}" ]] || mkdir -p "${target%/*}"
-  sox -R -m -v 0.5 "$tmp.speech.wav" -v "$noise_volume" "$tmp.noise.wav" \
-    -b 16 -t "$format" "$target.tmp" "${effects[@]}"
+  case "$channel" in
+    none)
+      sox -R "${inputs[@]}" -b 16 -t "$format" "$target.tmp" "${effects[@]}" gain -n "$gain_db" ;;
+    band)
+      sox -R "${inputs[@]}" -b 16 -t "$format" "$target.tmp" "${effects[@]}" \
+        sinc "$band_low-$band_high" gain -n "$gain_db" ;;
+    telephone)
+      # The telephone band at 8 kHz, through mu-law and back to 16 kHz.
+      local mulaw=(-t raw -e mu-law -b 8 -r 8000 -c 1)
+      sox -R "${inputs[@]}" "${mulaw[@]}" "$tmp.mulaw" "${effects[@]}" sinc 300-3400 \
+        gain -n -1 rate 8000
+      sox -R "${mulaw[@]}" "$tmp.mulaw" -b 16 -t "$format" "$target.tmp" rate 16000 \
+        gain -n "$gain_db" ;;
+    *) echo "unknown channel '$channel'" >&2; return 1 ;;
+  esac
   mv "$target.tmp" "$target"
 }
 
@@ -172,13 +221,10 @@ synth_chunk() {
   return "$failed"
 }
 
-# Audio files present (split folders that do not exist yet count as empty).
+# Audio files present: SPLIT/NNNN/ID.FORMAT (the work folder is not searched).
 count_done() {
-  local split_dirs=()
-  for split in train valid test; do
-    if [[ -d "$out/$split" ]]; then split_dirs+=("$out/$split"); fi
-  done
-  if ((${#split_dirs[@]})); then find "${split_dirs[@]}" -name "*.$format" | wc -l; else echo 0; fi
+  find "$out" -mindepth 3 -maxdepth 3 -path "$out/.work/*" -prune -o -name "*.$format" -print |
+    wc -l
 }
 
 work_dir="$out/.work"
