@@ -18,7 +18,7 @@
 # voice, variant or flite voice of an -unseen split in any other split),
 # ranges and shares of the added variety, and a larger train set leaving the
 # valid and test splits as they were. Finally plot-metrics on a synthetic
-# metrics file.
+# metrics file, against steps and against minutes.
 set -euo pipefail
 build_dir="$(cd "$1" && pwd)"
 source_dir="$(cd "$2" && pwd)"
@@ -273,16 +273,22 @@ import math
 for step in range(10, 1001, 10):
     print(json.dumps({"kind": "train", "step": step, "epoch": step / 400,
                       "loss": 3.0 * math.exp(-step / 300) + 0.2, "lr": 1e-3 * min(1, step / 100),
-                      "grad_norm": 1.0, "utt_per_s": 20, "audio_s_per_s": 75}))
+                      "grad_norm": 1.0, "utt_per_s": 20, "audio_s_per_s": 75,
+                      "elapsed_s": 1.5 * step}))
     if step % 100 == 0:
         print(json.dumps({"kind": "valid", "step": step, "loss": 2.5 * math.exp(-step / 300) + 0.3,
-                          "cer": 0.8 * math.exp(-step / 400), "wer": 0.9 * math.exp(-step / 500)}))
+                          "cer": 0.8 * math.exp(-step / 400), "wer": 0.9 * math.exp(-step / 500),
+                          "elapsed_s": 1.5 * step + 4}))
 EOF
 grep '"train"' "$work/metrics.jsonl" >"$work/train_only.jsonl"
 for metrics in metrics train_only; do
-  "$source_dir/scripts/plot-metrics" "$work/$metrics.jsonl" "$work/$metrics.png"
-  [[ -s "$work/$metrics.png" ]] || fail "$metrics.png missing or empty"
-  [[ "$(head -c 4 "$work/$metrics.png" | tail -c 3)" == PNG ]] || fail "$metrics.png is not a PNG"
+  for x in step minutes; do
+    png="$work/$metrics-$x.png"
+    "$source_dir/scripts/plot-metrics" --x "$x" --valid-name valid-unseen \
+      "$work/$metrics.jsonl" "$png"
+    [[ -s "$png" ]] || fail "$png missing or empty"
+    [[ "$(head -c 4 "$png" | tail -c 3)" == PNG ]] || fail "$png is not a PNG"
+  done
 done
 
 echo "make_corpus: all checks passed"
