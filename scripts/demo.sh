@@ -26,15 +26,9 @@ while (($#)); do
   esac
 done
 
-start=$SECONDS
-stamp() { printf '\n== %s (%ds)\n' "$1" $((SECONDS - start)); }
-
-stamp "dependencies"
-bash scripts/install-deps.sh
-
-stamp "build (Release, CPU) in build-demo"
-cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DMPIASR_CUDA=OFF >/dev/null
-cmake --build build-demo -j "$(nproc)" --target mpiasr
+# shellcheck source=scripts/recipes/common.sh
+source scripts/recipes/common.sh
+install_and_build
 
 corpus=data/corpus
 if [[ -s $corpus/test.tsv ]]; then
@@ -44,24 +38,22 @@ else
   bash scripts/make-corpus.sh --out "$corpus" --hours 1.5 --seed 1 --jobs "$(nproc)"
 fi
 
-# OpenMPI refuses to start as root unless told that it is meant.
-if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
+allow_mpirun_as_root
 out=runs/demo
 stamp "training: 2 ranks x 1 thread, $steps steps, into $out"
 train_start=$SECONDS
-mpirun -np 2 --oversubscribe build-demo/mpiasr train scripts/configs/small.yaml \
+mpirun -np 2 --oversubscribe "$mpiasr" train scripts/configs/small.yaml \
   --output.dir="$out" --training.threads=1 --training.max_steps="$steps"
 train_seconds=$((SECONDS - train_start))
 
 stamp "evaluation on the test set ($corpus/test.tsv)"
-mpirun -np 2 --oversubscribe build-demo/mpiasr eval --ckpt "$out" --manifest "$corpus/test.tsv" \
-  --threads 1 --out "$out/test-hypotheses.tsv" --examples 5 | tee "$out/test-eval.log"
+evaluate "$out" "$corpus/test.tsv" "$out/test"
 
 stamp "metrics plot"
 scripts/plot-metrics "$out/metrics.jsonl" "$out/metrics.png"
 echo "training curves: $out/metrics.png"
 
 stamp "done"
-echo "training wall time: ${train_seconds}s; total: $((SECONDS - start))s"
+echo "training wall time: ${train_seconds}s; total: ${SECONDS}s"
 grep -E '^(CER|WER) ' "$out/test-eval.log"
 echo "per-utterance hypotheses: $out/test-hypotheses.tsv; checkpoints: $out/checkpoints"

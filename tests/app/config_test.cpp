@@ -262,5 +262,15 @@ TEST(ConfigDifferencesTest, NamesEveryChangedKeyWithBothValues) {
   EXPECT_TRUE(config_differences(after, after).empty());
 }
 
+TEST(Config, OneHourRecipeConfigValidatesOnUnseenVoicesWithinTheHour) {
+  const Config c = load_config(std::string(MPIASR_SOURCE_DIR) + "/scripts/configs/cpu-1h.yaml");
+  EXPECT_EQ(c.data.train_manifest, "data/cpu-1h/train.tsv");
+  EXPECT_EQ(c.data.valid_manifest, "data/cpu-1h/valid-unseen.tsv");
+  EXPECT_EQ(c.data.test_manifest, "data/cpu-1h/test-unseen.tsv");
+  EXPECT_GT(c.training.max_minutes, 0);
+  EXPECT_LE(c.training.max_minutes, 60);
+  EXPECT_EQ(c.training.device, DeviceType::kCpu);
+}
+
 }  // namespace
 }  // namespace mpiasr
