@@ -33,7 +33,6 @@ Two profiles:
 import argparse
 import glob
 import gzip
-import math
 import os
 import random
 import re
