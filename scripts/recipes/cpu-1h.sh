@@ -72,11 +72,14 @@ if [[ "$(sed -n 's/^options: //p' "$corpus/generated.txt" 2>/dev/null)" == "${co
 else
   stamp "corpus: generating $hours hours of training speech and the valid/test splits into $corpus"
   generation_start=$SECONDS load_before="$(cut -d' ' -f1-3 /proc/loadavg)"
-  bash scripts/make-corpus.sh --out "$corpus" "${corpus_args[@]}" --jobs "$jobs"
   mkdir -p "$corpus"
-  printf 'options: %s\ntook: %d s with %d jobs (%s; load average before: %s)\n' \
+  bash scripts/make-corpus.sh --out "$corpus" "${corpus_args[@]}" --jobs "$jobs" |
+    tee "$corpus/make-corpus.log"
+  # An interrupted generation resumes: the time is then that of the rest.
+  printf 'options: %s\ntook: %d s with %d jobs (%s; load average before: %s; %s)\n' \
     "${corpus_args[*]}" $((SECONDS - generation_start)) "$jobs" "$(date -u +%FT%TZ)" \
-    "$load_before" >"$corpus/generated.txt"
+    "$load_before" "$(grep -o '[0-9]* already present' "$corpus/make-corpus.log")" \
+    >"$corpus/generated.txt"
 fi
 generation="$(sed -n 's/^took: //p' "$corpus/generated.txt")"
 
