@@ -13,6 +13,8 @@ packages=(
   libsentencepiece-dev sentencepiece
   # compute
   libopenblas-dev
+  # the SIMT emulator's fibers (kernels/cuda_emu)
+  libboost-context-dev
   # distributed
   libopenmpi-dev openmpi-bin libpmix-dev slurm-wlm slurm-wlm-basic-plugins munge
   # tests and benchmarks

@@ -1,0 +1,56 @@
+// Kernel launches and shared memory, written once for both builds of
+// kernels/cuda (nvcc, and the SIMT emulator: MPIASR_CUDA_EMU, kernels/cuda_emu):
+//
+//   MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, args...)
+//       nvcc:      kernel<<<grid, block, shared_bytes, stream>>>(args...), then
+//                  cudaGetLastError; a bad launch throws Error naming the
+//                  kernel, the file and the line of the launch
+//       emulator:  runs the grid on the CPU before it returns (the arguments
+//                  are evaluated once); a bad launch or a failing block
+//                  throws the same way, saying what went wrong
+//   MPIASR_SHARED(T, name)          a static shared variable of type T, arrays
+//                                   included (MPIASR_SHARED(float[32][33], tile))
+//   MPIASR_DYNAMIC_SHARED(T, name)  T* name: the launch's dynamic shared memory
+#pragma once
+
+#ifdef MPIASR_CUDA_EMU
+
+#include <tuple>
+
+#include "kernels/cuda_emu/simt.h"
+
+#define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                            \
+  ::mpiasr::emu::launch({#kernel, __FILE__, __LINE__}, grid, block, shared_bytes, stream,        \
+                        [mpiasr_arguments_ = std::make_tuple(__VA_ARGS__)] {                     \
+                          std::apply([](const auto&... a) { kernel(a...); }, mpiasr_arguments_); \
+                        })
+
+#define MPIASR_SHARED(T, name)                                            \
+  static constexpr ::mpiasr::emu::SharedSlot mpiasr_shared_slot_##name{}; \
+  auto& name = ::mpiasr::emu::shared_variable<T>(&mpiasr_shared_slot_##name, #name)
+
+#define MPIASR_DYNAMIC_SHARED(T, name) T* const name = ::mpiasr::emu::dynamic_shared<T>()
+
+#else
+
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "kernels/cuda/cuda_check.h"
+
+#define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                           \
+  do {                                                                                          \
+    kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__);                                 \
+    const cudaError_t mpiasr_launch_code_ = cudaGetLastError();                                 \
+    if (mpiasr_launch_code_ != cudaSuccess) {                                                   \
+      ::mpiasr::cuda_detail::cuda_call_failed("launch of kernel " #kernel, mpiasr_launch_code_, \
+                                              __FILE__, __LINE__);                              \
+    }                                                                                           \
+  } while (0)
+
+#define MPIASR_SHARED(T, name) __shared__ ::std::type_identity_t<T> name
+
+#define MPIASR_DYNAMIC_SHARED(T, name) extern __shared__ T name[]
+
+#endif
