@@ -2,37 +2,20 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 
 namespace mpiasr::mpi {
 
-namespace {
-
-size_t elements_of(size_t bytes, const char* what) {
-  MPIASR_CHECK(bytes >= sizeof(float), what << " must be at least 4 bytes, got " << bytes);
-  const size_t elements = bytes / sizeof(float);
-  MPIASR_CHECK(elements <= size_t(INT_MAX),
-               what << " of " << bytes << " bytes exceeds MPI's count");
-  return elements;
-}
-
-}  // namespace
-
 GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
                                  ReducerOptions options)
-    : ctx_(ctx), grads_(grads), count_(count), options_(options) {
+    : ctx_(ctx),
+      grads_(grads),
+      plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
+            "GradientReducer") {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
-  MPIASR_CHECK(options.range_alignment >= 1, "range_alignment must be at least 1");
-  const size_t first = elements_of(options.first_bucket_bytes, "first_bucket_bytes");
-  const size_t rest = elements_of(options.bucket_bytes, "bucket_bytes");
-  for (size_t end = count; end > 0;) {
-    const size_t size = std::min(end, buckets_.empty() ? first : rest);
-    buckets_.push_back({.begin = end - size, .count = size});
-    end -= size;
-  }
+  buckets_.resize(plan_.num_buckets());
   requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
   completed_.assign(buckets_.size(), 0);
 
@@ -53,52 +36,21 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
   posted_.assign(stages_.size(), 0);
 }
 
-std::pair<size_t, size_t> GradientReducer::bucket_range(size_t i) const {
-  const Bucket& bucket = buckets_.at(i);
-  return {bucket.begin, bucket.count};
-}
-
-size_t GradientReducer::bucket_of(size_t element) const {
-  const size_t first = buckets_.front().count;
-  if (element >= count_ - first) return 0;
-  return 1 + (count_ - first - 1 - element) / (options_.bucket_bytes / sizeof(float));
-}
-
 void GradientReducer::begin_step() {
-  MPIASR_CHECK(!in_step_, "GradientReducer::begin_step called again before finish()");
-  for (Bucket& bucket : buckets_) bucket.ready = 0, bucket.stages_done = 0;
+  plan_.begin_step();
+  for (Bucket& bucket : buckets_) bucket.stages_done = 0;
   std::fill(posted_.begin(), posted_.end(), 0);
-  marked_.clear();
-  in_step_ = true;
 }
 
 void GradientReducer::on_grads_ready(size_t offset, size_t count) {
-  MPIASR_CHECK(in_step_, "GradientReducer::on_grads_ready called outside begin_step()/finish()");
-  MPIASR_CHECK(offset <= count_ && count <= count_ - offset,
-               "gradient range [" << offset << ", " << offset + count << ") is outside [0, "
-                                  << count_ << ")");
-  if (count == 0) return;
-  const size_t align = options_.range_alignment;
-  const size_t end = std::min(count_, (offset + count + align - 1) / align * align);
-
-  auto next = marked_.upper_bound(offset);
-  const bool overlaps_previous = next != marked_.begin() && std::prev(next)->second > offset;
-  const bool overlaps_next = next != marked_.end() && next->first < end;
-  MPIASR_CHECK(!overlaps_previous && !overlaps_next,
-               "gradient range [" << offset << ", " << end << ") was already marked ready in part");
-  marked_.emplace(offset, end);
-
-  for (size_t b = bucket_of(end - 1); b <= bucket_of(offset); ++b) {
-    Bucket& bucket = buckets_[b];
-    bucket.ready += std::min(end, bucket.begin + bucket.count) - std::max(offset, bucket.begin);
-  }
+  plan_.mark_ready(offset, count);
   progress();
 }
 
 void GradientReducer::post(size_t b, size_t stage) {
-  Bucket& bucket = buckets_[b];
-  float* data = grads_ + bucket.begin;
-  const int n = int(bucket.count);
+  const auto [begin, count] = plan_.bucket_range(b);
+  float* data = grads_ + begin;
+  const int n = int(count);
   MPI_Comm comm = stage_comms_[stage].get();
   MPI_Request* request = &requests_[b];
   switch (stages_[stage]) {
@@ -117,20 +69,23 @@ void GradientReducer::post(size_t b, size_t stage) {
       MPI_CHECK(MPI_Ibcast(data, n, MPI_FLOAT, 0, comm, request));
       break;
   }
-  bucket.in_flight = true;
+  buckets_[b].in_flight = true;
 }
 
 bool GradientReducer::progress() {
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t s = 0; s < stages_.size(); ++s) {
-      // Stage s posts buckets in index order: the next one when it is free,
-      // done with stage s - 1 and, for the first stage, completely marked.
+    // The first stage posts what the plan hands out; stage s > 0 posts
+    // buckets in index order, the next one when it is done with stage s - 1.
+    while (const std::optional<size_t> b = plan_.next_to_start()) {
+      post(*b, 0);
+      ++posted_[0];
+    }
+    for (size_t s = 1; s < stages_.size(); ++s) {
       while (posted_[s] < buckets_.size()) {
         const size_t b = posted_[s];
         const Bucket& bucket = buckets_[b];
-        const bool marked = s > 0 || bucket.ready == bucket.count;
-        if (bucket.in_flight || size_t(bucket.stages_done) != s || !marked) break;
+        if (bucket.in_flight || size_t(bucket.stages_done) != s) break;
         post(b, s);
         ++posted_[s];
       }
@@ -152,13 +107,11 @@ bool GradientReducer::progress() {
 }
 
 void GradientReducer::finish() {
-  MPIASR_CHECK(in_step_, "GradientReducer::finish called without begin_step()");
   const auto start = std::chrono::steady_clock::now();
-  last_started_early_ = posted_.front();
-  for (Bucket& bucket : buckets_) bucket.ready = bucket.count;
+  last_started_early_ = plan_.started();
+  plan_.end_step();
   poll_or_abort(
       ctx_, [this] { return progress(); }, "gradient all-reduce");
-  in_step_ = false;
   last_wait_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -1,23 +1,14 @@
 // GradientReducer: sums fp32 gradients over all ranks while backward runs
 // (CPU backend; DESIGN.md "How data flows in one training step").
 //
-// Buckets. The flat gradient buffer grads[0, count) is cut into buckets from
-// its END, because backward finishes the last layers first:
-//   bucket 0 = [count - F, count), bucket 1 = [count - F - B, count - F), ...
-// with F = first_bucket_bytes / 4 elements (small, so communication starts
-// early) and B = bucket_bytes / 4; the last bucket ends at element 0 and may
-// be shorter.
-//
-// Step protocol: begin_step(); on_grads_ready(offset, n) for each range that
-// backward has made final (any order, no overlaps); finish(). When every
-// element of a bucket has been marked, its reduction may start; buckets start
-// strictly in index order (bucket i only after bucket i - 1), so every rank
-// issues the same collectives in the same order whatever the timing. MPI
-// progresses in-flight buckets whenever on_grads_ready is called (MPI_Testsome;
-// no extra thread, no core taken from compute). finish() starts the buckets
-// not started yet (with the elements as they are: unmarked ones are padding),
-// waits for all with the context's timeout, and leaves the SUM over ranks in
-// grads. Averaging is the caller's business (the loss divisor).
+// Buckets and the step protocol are the BucketPlan's (mpi/bucket_plan.h):
+// begin_step(); on_grads_ready(offset, n) for each range that backward has
+// made final; finish(). A bucket's reduction starts once the plan hands it
+// out (complete, in index order). MPI progresses in-flight buckets whenever
+// on_grads_ready is called (MPI_Testsome; no extra thread, no core taken from
+// compute). finish() starts the buckets not started yet, waits for all with
+// the context's timeout, and leaves the SUM over ranks in grads. Averaging is
+// the caller's business (the loss divisor).
 //
 // Reduction of one bucket, in place on its own duplicated communicators:
 //   flat          MPI_Iallreduce(SUM) over the world
@@ -30,9 +21,9 @@
 #include <mpi.h>
 
 #include <cstddef>
-#include <map>
 #include <vector>
 
+#include "mpi/bucket_plan.h"
 #include "mpi/communicator.h"
 #include "mpi/context.h"
 
@@ -68,21 +59,17 @@ class GradientReducer {
   double last_wait_seconds() const { return last_wait_seconds_; }
   // Buckets whose reduction started before the last finish() was called.
   size_t last_buckets_started_early() const { return last_started_early_; }
-  size_t num_buckets() const { return buckets_.size(); }
+  size_t num_buckets() const { return plan_.num_buckets(); }
   // Bucket i as [offset, offset + count) of grads.
-  std::pair<size_t, size_t> bucket_range(size_t i) const;
+  std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
 
  private:
   struct Bucket {
-    size_t begin = 0;
-    size_t count = 0;
-    size_t ready = 0;        // elements marked this step
     int stages_done = 0;     // stages completed this step
     bool in_flight = false;  // a stage is posted and not yet complete
   };
   enum class Stage { kWorldAllreduce, kNodeReduce, kLeadersAllreduce, kNodeBroadcast };
 
-  size_t bucket_of(size_t element) const;
   void post(size_t bucket, size_t stage);
   // Tests in-flight buckets and posts every stage that can start; returns
   // true when all buckets have completed every stage.
@@ -90,16 +77,13 @@ class GradientReducer {
 
   const Context& ctx_;
   float* grads_;
-  size_t count_;
-  ReducerOptions options_;
+  BucketPlan plan_;
   std::vector<Stage> stages_;  // this rank's stages, in order
   std::vector<Communicator> stage_comms_;
   std::vector<Bucket> buckets_;
   std::vector<MPI_Request> requests_;  // one per bucket
   std::vector<int> completed_;         // MPI_Testsome's output
   std::vector<size_t> posted_;         // per stage: buckets posted so far (in order)
-  std::map<size_t, size_t> marked_;    // ranges marked this step: begin -> end
-  bool in_step_ = false;
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
 };

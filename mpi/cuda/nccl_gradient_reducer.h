@@ -2,35 +2,27 @@
 // NCCL while backward runs (the CUDA counterpart of mpi/gradient_reducer.h,
 // with the same buckets and step protocol).
 //
-// Buckets. The flat gradient buffer grads[0, count) (device memory) is cut
-// from its END, because backward finishes the last layers first:
-//   bucket 0 = [count - F, count), bucket 1 = [count - F - B, count - F), ...
-// F = first_bucket_bytes / 4 elements (small, so communication starts early),
-// B = bucket_bytes / 4; the last bucket ends at element 0.
-//
-// Step protocol: begin_step(); on_grads_ready(offset, n) for each range
-// backward has made final (any order, no overlaps); finish(). Once every
-// element of a bucket is marked, and every bucket before it has started, the
-// bucket starts: an event recorded on the compute stream (after the kernels
-// that wrote those gradients), the communication stream waits on it, and
-// ncclAllReduce(SUM, in place) is queued there. Buckets start in index order,
-// so every rank issues the same collectives in the same order.
-// finish() starts what is left (unmarked elements are padding), makes the
-// compute stream wait for the last all-reduce (so the optimizer sees the
-// sums) and blocks the host until it is done, with the context's timeout; an
-// NCCL error or a timeout aborts the communicator and the job, naming rank,
-// step and operation (nccl_communicator.h). Averaging is the caller's
-// business (the loss divisor), as on the CPU.
+// Buckets and the step protocol are the BucketPlan's (mpi/bucket_plan.h):
+// begin_step(); on_grads_ready(offset, n) for each range backward has made
+// final; finish(). When the plan hands out a bucket (complete, in index
+// order), an event is recorded on the compute stream (after the kernels that
+// wrote those gradients), the communication stream waits on it, and
+// ncclAllReduce(SUM, in place) is queued there. finish() starts what is left,
+// makes the compute stream wait for the last all-reduce (so the optimizer sees
+// the sums) and blocks the host until it is done, with the context's timeout;
+// an NCCL error or a timeout aborts the communicator and the job, naming rank,
+// step and operation (nccl_communicator.h). Averaging is the caller's business
+// (the loss divisor), as on the CPU.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstddef>
-#include <map>
 #include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_resources.h"
+#include "mpi/bucket_plan.h"
 #include "mpi/cuda/nccl_communicator.h"
 
 namespace mpiasr::mpi {
@@ -61,33 +53,21 @@ class NcclGradientReducer {
   double last_wait_seconds() const { return last_wait_seconds_; }
   // Buckets whose all-reduce was queued before the last finish() was called.
   size_t last_buckets_started_early() const { return last_started_early_; }
-  size_t num_buckets() const { return buckets_.size(); }
+  size_t num_buckets() const { return plan_.num_buckets(); }
   // Bucket i as [offset, offset + count) of grads.
-  std::pair<size_t, size_t> bucket_range(size_t i) const;
+  std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
 
  private:
-  struct Bucket {
-    size_t begin = 0;
-    size_t count = 0;
-    size_t ready = 0;  // elements marked this step
-  };
-
-  size_t bucket_of(size_t element) const;
-  // Queues the all-reduce of every bucket, in order, that is completely marked.
+  // Queues the all-reduce of every bucket the plan hands out.
   void start_ready_buckets();
 
   NcclCommunicator& comm_;
   cudaStream_t compute_stream_;
   float* grads_;
-  size_t count_;
-  NcclReducerOptions options_;
+  BucketPlan plan_;
   CudaStream comm_stream_;
-  std::vector<Bucket> buckets_;
   std::vector<CudaEvent> ready_events_;  // one per bucket
   CudaEvent done_event_;
-  size_t started_ = 0;               // buckets queued this step (a prefix)
-  std::map<size_t, size_t> marked_;  // ranges marked this step: begin -> end
-  bool in_step_ = false;
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
 };

@@ -1,0 +1,71 @@
+// BucketPlan: the buckets of a gradient all-reduce and when each may start,
+// the part that the MPI reducer (mpi/gradient_reducer.h) and the NCCL reducer
+// (mpi/cuda/nccl_gradient_reducer.h) share; they differ only in how a bucket
+// is reduced.
+//
+// Buckets. The flat gradient buffer grads[0, count) is cut from its END,
+// because backward finishes the last layers first:
+//   bucket 0 = [count - F, count), bucket 1 = [count - F - B, count - F), ...
+// with F = first_bucket_bytes / 4 elements (small, so communication starts
+// early) and B = bucket_bytes / 4; the last bucket ends at element 0 and may be
+// shorter.
+//
+// A step: begin_step(); mark_ready(offset, n) for each range that backward has
+// made final (any order, no overlaps; the end is rounded up to a multiple of
+// range_alignment elements, clamped to count, so the padding after a layer
+// counts as ready with it); next_to_start() hands out the buckets in index
+// order, each once all its elements are marked, so every rank starts the same
+// reductions in the same order whatever the timing; end_step() marks what is
+// left (unmarked elements are padding) and closes the step, after which
+// next_to_start() hands out the rest. Misuse (a range outside the buffer or
+// marked twice, calls out of order) throws Error naming the reducer.
+#pragma once
+
+#include <cstddef>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mpiasr::mpi {
+
+class BucketPlan {
+ public:
+  // `owner` names the reducer in error messages.
+  BucketPlan(size_t count, size_t bucket_bytes, size_t first_bucket_bytes, size_t range_alignment,
+             std::string owner);
+
+  size_t num_buckets() const { return buckets_.size(); }
+  // Bucket i as [offset, offset + count) of the buffer.
+  std::pair<size_t, size_t> bucket_range(size_t i) const;
+
+  void begin_step();
+  void mark_ready(size_t offset, size_t count);
+  // The next bucket, in index order, whose elements are all marked and that
+  // was not handed out yet this step; none when the next one is not complete.
+  std::optional<size_t> next_to_start();
+  // Buckets handed out this step.
+  size_t started() const { return started_; }
+  void end_step();
+
+ private:
+  struct Bucket {
+    size_t begin = 0;
+    size_t count = 0;
+    size_t ready = 0;  // elements marked this step
+  };
+
+  size_t bucket_of(size_t element) const;
+
+  size_t count_;
+  size_t bucket_elements_;
+  size_t range_alignment_;
+  std::string owner_;
+  std::vector<Bucket> buckets_;
+  std::map<size_t, size_t> marked_;  // ranges marked this step: begin -> end
+  size_t started_ = 0;
+  bool in_step_ = false;
+};
+
+}  // namespace mpiasr::mpi
