@@ -21,6 +21,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_resources.h"
+#include "kernels/cuda/launch.h"
 
 namespace mpiasr {
 namespace {
@@ -52,8 +53,7 @@ class Buffer {
  public:
   explicit Buffer(size_t n, uint32_t seed = 1) : n_(n) {
     ptr_ = static_cast<T*>(g_backend->alloc(n * sizeof(T)));
-    fill_kernel<<<1024, 256, 0, g_backend->stream()>>>(ptr_, n, seed);
-    CUDA_CHECK_LAUNCH();
+    MPIASR_LAUNCH(fill_kernel, 1024, 256, 0, g_backend->stream(), ptr_, n, seed);
   }
   ~Buffer() { g_backend->release(ptr_); }
   Buffer(const Buffer&) = delete;

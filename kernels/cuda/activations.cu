@@ -7,6 +7,7 @@
 #include "kernels/cuda/activations.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 
 namespace mpiasr {
 
@@ -60,43 +61,37 @@ using namespace cuda_kernels;
 
 void cuda_relu_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  relu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, inp, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(relu_forward_kernel, grid_for(n), kThreads, 0, stream, out, inp, n);
 }
 
 void cuda_relu_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
                         cudaStream_t stream) {
   if (n == 0) return;
-  relu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dinp, dout, inp, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(relu_backward_kernel, grid_for(n), kThreads, 0, stream, dinp, dout, inp, n);
 }
 
 void cuda_swish_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  swish_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, inp, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(swish_forward_kernel, grid_for(n), kThreads, 0, stream, out, inp, n);
 }
 
 void cuda_swish_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
                          cudaStream_t stream) {
   if (n == 0) return;
-  swish_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dinp, dout, inp, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(swish_backward_kernel, grid_for(n), kThreads, 0, stream, dinp, dout, inp, n);
 }
 
 void cuda_glu_forward(__half* out, const __half* inp, int N, int C, cudaStream_t stream) {
   const size_t n = size_t(N) * C;
   if (n == 0) return;
-  glu_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, inp, N, C);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(glu_forward_kernel, grid_for(n), kThreads, 0, stream, out, inp, N, C);
 }
 
 void cuda_glu_backward(__half* dinp, const __half* dout, const __half* inp, int N, int C,
                        cudaStream_t stream) {
   const size_t n = size_t(N) * C;
   if (n == 0) return;
-  glu_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dinp, dout, inp, N, C);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(glu_backward_kernel, grid_for(n), kThreads, 0, stream, dinp, dout, inp, N, C);
 }
 
 }  // namespace mpiasr

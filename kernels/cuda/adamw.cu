@@ -9,6 +9,7 @@
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 
 namespace mpiasr {
 
@@ -28,7 +29,7 @@ __global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, 
 }
 
 __global__ void sum_squares_partials_kernel(double* partials, const float* g, size_t n) {
-  __shared__ double reduce[kWarp];
+  MPIASR_SHARED(double[kWarp], reduce);
   double sum = 0.0;
   MPIASR_GRID_STRIDE(i, n) sum += double(g[i]) * double(g[i]);
   sum = block_sum(sum, reduce);
@@ -36,7 +37,7 @@ __global__ void sum_squares_partials_kernel(double* partials, const float* g, si
 }
 
 __global__ void sum_partials_kernel(double* result, const double* partials, int count) {
-  __shared__ double reduce[kWarp];
+  MPIASR_SHARED(double[kWarp], reduce);
   double sum = 0.0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
   sum = block_sum(sum, reduce);
@@ -57,23 +58,19 @@ using namespace cuda_kernels;
 void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
                      const AdamWCoefficients<float>& coefficients, cudaStream_t stream) {
   if (n == 0) return;
-  adamw_kernel<<<grid_for(n), kThreads, 0, stream>>>(w, w_act, g, m, v, n, coefficients);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, coefficients);
 }
 
 void cuda_sum_squares(double* result, const float* g, size_t n, double* partials,
                       cudaStream_t stream) {
-  sum_squares_partials_kernel<<<kReductionBlocks, kThreads, 0, stream>>>(partials, g, n);
-  CUDA_CHECK_LAUNCH();
-  sum_partials_kernel<<<1, kThreads, 0, stream>>>(result, partials, kReductionBlocks);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(sum_squares_partials_kernel, kReductionBlocks, kThreads, 0, stream, partials, g, n);
+  MPIASR_LAUNCH(sum_partials_kernel, 1, kThreads, 0, stream, result, partials, kReductionBlocks);
 }
 
 void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream) {
   CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), stream));
   if (n == 0) return;
-  has_nonfinite_kernel<<<grid_for(n), kThreads, 0, stream>>>(flag, g, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(has_nonfinite_kernel, grid_for(n), kThreads, 0, stream, flag, g, n);
 }
 
 }  // namespace mpiasr

@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/rope.h"
 #include "src/base/error.h"
 
@@ -166,8 +167,7 @@ void cuda_rope_table(float* cos_table, float* sin_table, int T, int Dh, cudaStre
   MPIASR_CHECK(Dh % 2 == 0, "rotary embedding needs an even head size, got " << Dh);
   const size_t n = size_t(T) * (Dh / 2);
   if (n == 0) return;
-  rope_table_kernel<<<grid_for(n), kThreads, 0, stream>>>(cos_table, sin_table, T, Dh);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(rope_table_kernel, grid_for(n), kThreads, 0, stream, cos_table, sin_table, T, Dh);
 }
 
 void cuda_qkv_split_rope_forward(__half* q, __half* k, __half* v, const __half* qkv,
@@ -176,9 +176,8 @@ void cuda_qkv_split_rope_forward(__half* q, __half* k, __half* v, const __half* 
   MPIASR_CHECK(Dh % 2 == 0, "rotary embedding needs an even head size, got " << Dh);
   const size_t n = size_t(B) * T * H * (Dh / 2);
   if (n == 0) return;
-  qkv_split_rope_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(q, k, v, qkv, cos_table,
-                                                                      sin_table, B, T, H, Dh);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(qkv_split_rope_forward_kernel, grid_for(n), kThreads, 0, stream, q, k, v, qkv,
+                cos_table, sin_table, B, T, H, Dh);
 }
 
 void cuda_qkv_split_rope_backward(__half* dqkv, const __half* dq, const __half* dk,
@@ -187,9 +186,8 @@ void cuda_qkv_split_rope_backward(__half* dqkv, const __half* dq, const __half* 
   MPIASR_CHECK(Dh % 2 == 0, "rotary embedding needs an even head size, got " << Dh);
   const size_t n = size_t(B) * T * H * (Dh / 2);
   if (n == 0) return;
-  qkv_split_rope_backward_kernel<<<grid_for(n), kThreads, 0, stream>>>(dqkv, dq, dk, dv, cos_table,
-                                                                       sin_table, B, T, H, Dh);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(qkv_split_rope_backward_kernel, grid_for(n), kThreads, 0, stream, dqkv, dq, dk, dv,
+                cos_table, sin_table, B, T, H, Dh);
 }
 
 void cuda_masked_softmax_forward(__half* probs, const __half* scores, const int32_t* lengths, int B,
@@ -197,8 +195,8 @@ void cuda_masked_softmax_forward(__half* probs, const __half* scores, const int3
   const size_t rows = size_t(B) * H * T;
   if (rows == 0) return;
   const unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  masked_softmax_forward_kernel<<<blocks, kThreads, 0, stream>>>(probs, scores, lengths, B, H, T);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(masked_softmax_forward_kernel, blocks, kThreads, 0, stream, probs, scores, lengths,
+                B, H, T);
 }
 
 void cuda_masked_softmax_backward(__half* dscores, const __half* dprobs, const __half* probs, int B,
@@ -206,24 +204,23 @@ void cuda_masked_softmax_backward(__half* dscores, const __half* dprobs, const _
   const size_t rows = size_t(B) * H * T;
   if (rows == 0) return;
   const unsigned blocks = unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock);
-  masked_softmax_backward_kernel<<<blocks, kThreads, 0, stream>>>(dscores, dprobs, probs, rows, T);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(masked_softmax_backward_kernel, blocks, kThreads, 0, stream, dscores, dprobs, probs,
+                rows, T);
 }
 
 void cuda_merge_heads_forward(__half* out, const __half* ctx, int B, int T, int H, int Dh,
                               cudaStream_t stream) {
   const size_t n = size_t(B) * T * H * Dh;
   if (n == 0) return;
-  merge_heads_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, ctx, B, T, H, Dh, false);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(merge_heads_kernel, grid_for(n), kThreads, 0, stream, out, ctx, B, T, H, Dh, false);
 }
 
 void cuda_merge_heads_backward(__half* dctx, const __half* dout, int B, int T, int H, int Dh,
                                cudaStream_t stream) {
   const size_t n = size_t(B) * T * H * Dh;
   if (n == 0) return;
-  merge_heads_kernel<<<grid_for(n), kThreads, 0, stream>>>(dctx, dout, B, T, H, Dh, true);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(merge_heads_kernel, grid_for(n), kThreads, 0, stream, dctx, dout, B, T, H, Dh,
+                true);
 }
 
 }  // namespace mpiasr

@@ -9,6 +9,7 @@
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 
 namespace mpiasr {
 
@@ -52,8 +53,7 @@ int column_chunks(int64_t M) {
 void cuda_broadcast_rows(__half* out, const __half* row, int64_t M, int N, cudaStream_t stream) {
   const size_t n = size_t(M) * N;
   if (n == 0) return;
-  broadcast_rows_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, row, M, N);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(broadcast_rows_kernel, grid_for(n), kThreads, 0, stream, out, row, M, N);
 }
 
 void cuda_add_column_sums(float* sums, const __half* x, int64_t M, int N, float* partials,
@@ -62,16 +62,16 @@ void cuda_add_column_sums(float* sums, const __half* x, int64_t M, int N, float*
   const int chunks = column_chunks(M);
   const int64_t rows_per_chunk = (M + chunks - 1) / chunks;
   const dim3 grid(unsigned((N + kThreads - 1) / kThreads), unsigned(chunks));
-  column_partials_kernel<<<grid, kThreads, 0, stream>>>(partials, x, M, N, rows_per_chunk);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(column_partials_kernel, grid, kThreads, 0, stream, partials, x, M, N,
+                rows_per_chunk);
   cuda_add_partials(sums, partials, chunks, N, stream);
 }
 
 void cuda_add_partials(float* out, const float* partials, int chunks, int cols,
                        cudaStream_t stream) {
   if (cols <= 0) return;
-  add_partials_kernel<<<grid_for(size_t(cols)), kThreads, 0, stream>>>(out, partials, chunks, cols);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(add_partials_kernel, grid_for(size_t(cols)), kThreads, 0, stream, out, partials,
+                chunks, cols);
 }
 
 }  // namespace mpiasr

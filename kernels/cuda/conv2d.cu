@@ -19,6 +19,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/launch.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -144,16 +145,14 @@ void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, __half* out
   check_scratch(scratch, false, false, false);
   const int K = s.K();
   const int chunk_images = scratch.images_per_chunk;
-  weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(scratch.weight_rows,
-                                                                          weight, Cout, Cin);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(weight_rows_kernel, grid_for(size_t(Cout) * K), kThreads, 0, stream,
+                scratch.weight_rows, weight, Cout, Cin);
   if (bias) cuda_broadcast_rows(out, bias, int64_t(B) * int64_t(s.pixels()), Cout, stream);
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);
     const int rows = int(size_t(images) * s.pixels());
-    im2col_kernel<<<grid_for(size_t(rows) * K), kThreads, 0, stream>>>(
-        scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
-    CUDA_CHECK_LAUNCH();
+    MPIASR_LAUNCH(im2col_kernel, grid_for(size_t(rows) * K), kThreads, 0, stream, scratch.columns,
+                  inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
     // out_chunk [rows, Cout] = col [rows, K] Wr^T + (bias ? out_chunk : 0)
     cuda_gemm(handle, false, true, rows, Cout, K, 1.0f, scratch.columns, K, 0, scratch.weight_rows,
               K, 0, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, CUDA_R_16F, Cout, 0,
@@ -174,9 +173,8 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
   }
   if (!dinp && !dweight) return;
   const int chunk_images = scratch.images_per_chunk;
-  weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(scratch.weight_rows,
-                                                                          weight, Cout, Cin);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(weight_rows_kernel, grid_for(size_t(Cout) * K), kThreads, 0, stream,
+                scratch.weight_rows, weight, Cout, Cin);
   if (dweight) {
     CUDA_CHECK(cudaMemsetAsync(scratch.dweight_rows, 0, sizeof(float) * size_t(Cout) * K, stream));
   }
@@ -185,9 +183,8 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
     const int rows = int(size_t(images) * s.pixels());
     const __half* dout_chunk = dout + size_t(b0) * s.pixels() * Cout;
     if (dweight) {
-      im2col_kernel<<<grid_for(size_t(rows) * K), kThreads, 0, stream>>>(
-          scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
-      CUDA_CHECK_LAUNCH();
+      MPIASR_LAUNCH(im2col_kernel, grid_for(size_t(rows) * K), kThreads, 0, stream, scratch.columns,
+                    inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
       // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
       cuda_gemm(handle, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, 0, scratch.columns, K,
                 0, 1.0f, scratch.dweight_rows, CUDA_R_32F, K, 0, 1);
@@ -197,15 +194,14 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
       cuda_gemm(handle, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, 0, scratch.weight_rows,
                 K, 0, 0.0f, scratch.dcolumns, CUDA_R_16F, K, 0, 1);
       const size_t n = size_t(images) * H * W * Cin;
-      col2im_kernel<<<grid_for(n), kThreads, 0, stream>>>(
-          dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho, s.Wo);
-      CUDA_CHECK_LAUNCH();
+      MPIASR_LAUNCH(col2im_kernel, grid_for(n), kThreads, 0, stream,
+                    dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho,
+                    s.Wo);
     }
   }
   if (dweight) {
-    add_weight_rows_kernel<<<grid_for(size_t(Cout) * K), kThreads, 0, stream>>>(
-        dweight, scratch.dweight_rows, Cout, Cin);
-    CUDA_CHECK_LAUNCH();
+    MPIASR_LAUNCH(add_weight_rows_kernel, grid_for(size_t(Cout) * K), kThreads, 0, stream, dweight,
+                  scratch.dweight_rows, Cout, Cin);
   }
 }
 

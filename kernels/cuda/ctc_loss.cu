@@ -26,6 +26,7 @@
 #include "kernels/cuda/ctc_loss.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -45,8 +46,8 @@ size_t ctc_shared_bytes(int L) {
 
 __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprobs,
                            CtcDeviceArgs args, int T_pad, int V) {
-  extern __shared__ double shared_doubles[];
-  __shared__ double reduce[kWarp];
+  MPIASR_DYNAMIC_SHARED(double, shared_doubles);
+  MPIASR_SHARED(double[kWarp], reduce);
   const int b = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
   const int L = args.target_lengths[b], frames = args.input_lengths[b], S = 2 * L + 1;
   const double scale = args.grad_scale ? args.grad_scale[b] : 0.0;
@@ -196,8 +197,8 @@ void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
                                          << "); split the utterance or use a larger vocabulary");
   }
   const size_t shared = ctc_shared_bytes(max_target_length);
-  ctc_kernel<<<unsigned(B), kCtcThreads, shared, stream>>>(losses, dlogits, logprobs, args, T, V);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(ctc_kernel, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
+                args, T, V);
 }
 
 }  // namespace mpiasr

@@ -1,9 +1,8 @@
 // CUDA_CHECK and CUBLAS_CHECK run a CUDA runtime or cuBLAS call and, when it
 // fails, throw mpiasr::Error(kFailure) naming the call, the file, the line and
-// the library's own error string. CUDA_CHECK_LAUNCH() follows every kernel
-// launch (<<<...>>>), which reports bad launch configurations only through
-// cudaGetLastError. (NCCL_CHECK is in mpi/cuda/nccl_check.h: only mpi uses
-// NCCL.)
+// the library's own error string. Kernel launches are checked by
+// MPIASR_LAUNCH (kernels/cuda/launch.h). (NCCL_CHECK is in
+// mpi/cuda/nccl_check.h: only mpi uses NCCL.)
 #pragma once
 
 #include <cublas_v2.h>
@@ -38,8 +37,6 @@ namespace mpiasr::cuda_detail {
       ::mpiasr::cuda_detail::cuda_call_failed(#call, cuda_check_code_, __FILE__, __LINE__); \
     }                                                                                       \
   } while (0)
-
-#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
 
 #define CUBLAS_CHECK(call)                                                                      \
   do {                                                                                          \

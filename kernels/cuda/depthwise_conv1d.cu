@@ -13,6 +13,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/depthwise_conv1d.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -123,9 +124,8 @@ void cuda_depthwise_conv1d_forward(__half* out, const __half* inp, const __half*
   check_kernel_size(K);
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
-  depthwise_forward_kernel<<<grid_for(n), kThreads, 0, stream>>>(out, inp, weight, bias, lengths, B,
-                                                                 T, C, K);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(depthwise_forward_kernel, grid_for(n), kThreads, 0, stream, out, inp, weight, bias,
+                lengths, B, T, C, K);
 }
 
 size_t depthwise_conv1d_partials(int B, int T, int C, int K) {
@@ -140,21 +140,18 @@ void cuda_depthwise_conv1d_backward(__half* dinp, float* dweight, float* dbias, 
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
   if (dinp) {
-    depthwise_backward_input_kernel<<<grid_for(n), kThreads, 0, stream>>>(dinp, dout, weight,
-                                                                          lengths, B, T, C, K);
-    CUDA_CHECK_LAUNCH();
+    MPIASR_LAUNCH(depthwise_backward_input_kernel, grid_for(n), kThreads, 0, stream, dinp, dout,
+                  weight, lengths, B, T, C, K);
   }
   if (!dweight && !dbias) return;
   const int rows = B * T, chunks = column_chunks(rows);
   const int rows_per_chunk = (rows + chunks - 1) / chunks;
   const int cols = (K + 1) * C;
   const dim3 grid(unsigned((cols + kThreads - 1) / kThreads), unsigned(chunks));
-  depthwise_param_partials_kernel<<<grid, kThreads, 0, stream>>>(partials, dout, inp, lengths, B, T,
-                                                                 C, K, rows_per_chunk);
-  CUDA_CHECK_LAUNCH();
-  depthwise_add_partials_kernel<<<grid_for(size_t(cols)), kThreads, 0, stream>>>(
-      dweight, dbias, partials, chunks, C, K);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(depthwise_param_partials_kernel, grid, kThreads, 0, stream, partials, dout, inp,
+                lengths, B, T, C, K, rows_per_chunk);
+  MPIASR_LAUNCH(depthwise_add_partials_kernel, grid_for(size_t(cols)), kThreads, 0, stream, dweight,
+                dbias, partials, chunks, C, K);
 }
 
 }  // namespace mpiasr

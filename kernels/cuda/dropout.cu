@@ -6,6 +6,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/dropout.h"
+#include "kernels/cuda/launch.h"
 #include "kernels/philox.h"
 #include "src/base/error.h"
 
@@ -57,9 +58,8 @@ void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64
   const uint64_t first_block = offset / kDropoutElementsPerBlock;
   const uint64_t end_block = (offset + n + kDropoutElementsPerBlock - 1) / kDropoutElementsPerBlock;
   const size_t blocks = size_t(end_block - first_block);
-  dropout_kernel<<<grid_for(blocks), kThreads, 0, stream>>>(out, inp, scale, dropout_threshold(p),
-                                                            seed, offset, n, first_block, blocks);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(dropout_kernel, grid_for(blocks), kThreads, 0, stream, out, inp, scale,
+                dropout_threshold(p), seed, offset, n, first_block, blocks);
 }
 
 }  // namespace mpiasr

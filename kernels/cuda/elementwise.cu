@@ -5,6 +5,7 @@
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/launch.h"
 
 namespace mpiasr {
 
@@ -44,36 +45,31 @@ using namespace cuda_kernels;
 
 void cuda_cast(__half* dst, const float* src, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  cast_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, src, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(cast_kernel, grid_for(n), kThreads, 0, stream, dst, src, n);
 }
 
 void cuda_cast(float* dst, const __half* src, size_t n, cudaStream_t stream) {
   if (n == 0) return;
-  cast_kernel<<<grid_for(n), kThreads, 0, stream>>>(dst, src, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(cast_kernel, grid_for(n), kThreads, 0, stream, dst, src, n);
 }
 
 void cuda_add_scaled(__half* y, const __half* x, const __half* r, float alpha, size_t n,
                      cudaStream_t stream) {
   if (n == 0) return;
-  add_scaled_kernel<<<grid_for(n), kThreads, 0, stream>>>(y, x, r, alpha, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(add_scaled_kernel, grid_for(n), kThreads, 0, stream, y, x, r, alpha, n);
 }
 
 void cuda_accumulate_scaled(__half* dy, const __half* dx, float alpha, size_t n,
                             cudaStream_t stream) {
   if (n == 0) return;
-  accumulate_scaled_kernel<<<grid_for(n), kThreads, 0, stream>>>(dy, dx, alpha, n);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(accumulate_scaled_kernel, grid_for(n), kThreads, 0, stream, dy, dx, alpha, n);
 }
 
 void cuda_mask_padding(__half* x, const int32_t* lengths, int B, int T, int C,
                        cudaStream_t stream) {
   const size_t n = size_t(B) * T * C;
   if (n == 0) return;
-  mask_padding_kernel<<<grid_for(n), kThreads, 0, stream>>>(x, lengths, B, T, C);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(mask_padding_kernel, grid_for(n), kThreads, 0, stream, x, lengths, B, T, C);
 }
 
 }  // namespace mpiasr

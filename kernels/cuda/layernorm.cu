@@ -11,6 +11,7 @@
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/layernorm.h"
 
 namespace mpiasr {
@@ -104,9 +105,8 @@ void cuda_layernorm_forward(__half* out, float* mean, float* rstd, const __half*
                             cudaStream_t stream) {
   if (N <= 0 || C <= 0) return;
   const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  layernorm_forward_kernel<<<blocks, kThreads, 0, stream>>>(out, mean, rstd, inp, weight, bias, N,
-                                                            C, eps);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(layernorm_forward_kernel, blocks, kThreads, 0, stream, out, mean, rstd, inp, weight,
+                bias, N, C, eps);
 }
 
 void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
@@ -116,9 +116,8 @@ void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const _
   if (N <= 0 || C <= 0) return;
   if (dinp) {
     const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-    layernorm_backward_input_kernel<<<blocks, kThreads, 0, stream>>>(dinp, dout, inp, weight, mean,
-                                                                     rstd, N, C);
-    CUDA_CHECK_LAUNCH();
+    MPIASR_LAUNCH(layernorm_backward_input_kernel, blocks, kThreads, 0, stream, dinp, dout, inp,
+                  weight, mean, rstd, N, C);
   }
   if (!dweight && !dbias) return;
   const int chunks = column_chunks(N);
@@ -126,9 +125,8 @@ void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const _
   float* partials_w = partials;
   float* partials_b = partials + size_t(chunks) * C;
   const dim3 grid(unsigned((C + kThreads - 1) / kThreads), unsigned(chunks));
-  layernorm_param_partials_kernel<<<grid, kThreads, 0, stream>>>(partials_w, partials_b, dout, inp,
-                                                                 mean, rstd, N, C, rows_per_chunk);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(layernorm_param_partials_kernel, grid, kThreads, 0, stream, partials_w, partials_b,
+                dout, inp, mean, rstd, N, C, rows_per_chunk);
   if (dweight) cuda_add_partials(dweight, partials_w, chunks, C, stream);
   if (dbias) cuda_add_partials(dbias, partials_b, chunks, C, stream);
 }

@@ -5,6 +5,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.h"
 #include "kernels/cuda/log_softmax.h"
 
 namespace mpiasr {
@@ -38,8 +39,7 @@ void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int 
                               cudaStream_t stream) {
   if (N <= 0 || V <= 0) return;
   const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  log_softmax_kernel<<<blocks, kThreads, 0, stream>>>(logprobs, logits, N, V);
-  CUDA_CHECK_LAUNCH();
+  MPIASR_LAUNCH(log_softmax_kernel, blocks, kThreads, 0, stream, logprobs, logits, N, V);
 }
 
 }  // namespace mpiasr
