@@ -1,23 +1,51 @@
 // One cudaMalloc carved by an OffsetAllocator (see device_arena.h).
+//
+// In the emulation build (MPIASR_CUDA_EMU) device memory is host memory under
+// AddressSanitizer, and the arena poisons every byte it has not handed out,
+// so a kernel that indexes past its buffer stops with a report.
 #include "kernels/cuda/device_arena.h"
 
 #include <cuda_runtime.h>
+#ifdef MPIASR_CUDA_EMU
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "kernels/cuda/cuda_check.h"
 
 namespace mpiasr {
 
+namespace {
+
+void set_usable(void* ptr, size_t bytes, bool usable) {
+#ifdef MPIASR_CUDA_EMU
+  if (usable) {
+    ASAN_UNPOISON_MEMORY_REGION(ptr, bytes);
+  } else {
+    ASAN_POISON_MEMORY_REGION(ptr, bytes);
+  }
+#else
+  (void)ptr, (void)bytes, (void)usable;
+#endif
+}
+
+}  // namespace
+
 DeviceArena::DeviceArena(size_t capacity) : allocator_(capacity) {
   MPIASR_CHECK(allocator_.capacity() > 0, "device arena of " << capacity << " bytes");
   CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&base_), allocator_.capacity()));
+  set_usable(base_, allocator_.capacity(), false);
 }
 
 DeviceArena::~DeviceArena() {
-  if (base_) (void)cudaFree(base_);
+  if (!base_) return;
+  set_usable(base_, allocator_.capacity(), true);
+  (void)cudaFree(base_);
 }
 
 void* DeviceArena::allocate(size_t bytes) {
-  return base_ + allocator_.allocate(bytes);
+  char* ptr = base_ + allocator_.allocate(bytes);
+  set_usable(ptr, bytes, true);
+  return ptr;
 }
 
 void DeviceArena::release(void* ptr) {
@@ -25,7 +53,7 @@ void DeviceArena::release(void* ptr) {
   MPIASR_CHECK(
       static_cast<char*>(ptr) >= base_ && static_cast<char*>(ptr) < base_ + allocator_.capacity(),
       "device arena: release of " << ptr << ", which it did not allocate");
-  allocator_.release(size_t(static_cast<char*>(ptr) - base_));
+  set_usable(ptr, allocator_.release(size_t(static_cast<char*>(ptr) - base_)), false);
 }
 
 }  // namespace mpiasr

@@ -36,11 +36,12 @@ size_t OffsetAllocator::allocate(size_t bytes) {
                                                              << largest_free() << " bytes");
 }
 
-void OffsetAllocator::release(size_t offset) {
+size_t OffsetAllocator::release(size_t offset) {
   auto it = used_.find(offset);
   MPIASR_CHECK(it != used_.end(),
                "device arena: release of offset " << offset << ", which is not in use");
-  size_t begin = offset, size = it->second;
+  const size_t released = it->second;
+  size_t begin = offset, size = released;
   used_bytes_ -= size;
   used_.erase(it);
   // Merge with the free range that ends at `begin` and the one that starts after it.
@@ -58,6 +59,7 @@ void OffsetAllocator::release(size_t offset) {
     free_.erase(next);
   }
   free_[begin] = size;
+  return released;
 }
 
 }  // namespace mpiasr

@@ -23,9 +23,9 @@ class OffsetAllocator {
   // takes kAlignment); throws Error naming the request, the bytes in use, the
   // largest free range and the capacity when nothing fits.
   size_t allocate(size_t bytes);
-  // Returns the range at `offset` (as allocate gave it); throws Error for an
-  // offset that is not in use.
-  void release(size_t offset);
+  // Returns the range at `offset` (as allocate gave it) and its size; throws
+  // Error for an offset that is not in use.
+  size_t release(size_t offset);
 
   size_t capacity() const { return capacity_; }
   size_t used() const { return used_bytes_; }

@@ -1,6 +1,7 @@
 // Every CudaBackend operation against the CPU backend (CpuBackend<float>) on
 // random inputs that are first rounded to half, so both backends see the same
-// values. Skipped without a CUDA device.
+// values. Skipped without a CUDA device; in the emulation build they run on
+// the CPU (kernels/cuda_emu), as ctest's emu.* entries.
 //
 // Tolerances (|gpu - cpu| <= atol + rtol |cpu|):
 //   half outputs          rtol 2e-3: one half rounding (2^-11 = 4.9e-4) plus
@@ -466,7 +467,8 @@ TEST(CudaCtcLoss, LossesAndGradientsMatchCpu) {
 TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
   MPIASR_SKIP_WITHOUT_CUDA();
   CudaBackend& be = backend();
-  const size_t n = 1000003;
+  // More elements than the reduction's 1024 x 256 threads, some taking two.
+  const size_t n = cuda_test::kEmulated ? 300007 : 1000003;
   std::vector<float> g = random_floats(n, 110);
   auto d_g = upload_float(be, g);
   double expected = 0.0;

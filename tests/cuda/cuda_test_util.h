@@ -1,6 +1,9 @@
 // Helpers of the CUDA tests: the skip without a device, one CudaBackend per
 // test process, device arrays owned through the backend, half rounding on the
 // host, and an element-wise closeness check that reports the worst element.
+//
+// The same tests run on a GPU and, in the emulation build (MPIASR_CUDA_EMU),
+// on the CPU through kernels/cuda_emu; kEmulated picks smaller sizes there.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -26,9 +29,15 @@
 
 namespace mpiasr::cuda_test {
 
-constexpr size_t kTestArenaBytes = size_t(1) << 30;
+#ifdef MPIASR_CUDA_EMU
+constexpr bool kEmulated = true;
+#else
+constexpr bool kEmulated = false;
+#endif
 
-// The test process's backend on device 0, with a 1 GiB arena.
+constexpr size_t kTestArenaBytes = kEmulated ? size_t(256) << 20 : size_t(1) << 30;
+
+// The test process's backend on device 0, with a kTestArenaBytes arena.
 inline CudaBackend& backend() {
   static CudaBackend instance(CudaBackendOptions{.arena_bytes = kTestArenaBytes});
   return instance;

@@ -6,7 +6,8 @@
 // of the difference over the norm), each larger tensor's gradient at 5e-2,
 // the log-probabilities of inference; after one AdamW step the masters move by
 // lr times the sign of nearly the same gradient, so they agree within 2 lr
-// everywhere and within lr / 10 almost everywhere. Skipped without a GPU.
+// everywhere and within lr / 10 almost everywhere. Skipped without a GPU; in
+// the emulation build it runs on the CPU (kernels/cuda_emu).
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
