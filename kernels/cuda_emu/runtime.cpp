@@ -45,16 +45,34 @@ bool in_device_memory(const void* ptr, size_t bytes) {
          bytes <= it->second - size_t(p - it->first);
 }
 
-bool stream_is_live(cudaStream_t stream) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  return s.streams.count(stream) > 0;
+// Streams and events: every handle made is kept until destroyed, so a stale
+// or foreign handle is an error rather than a crash.
+template <typename T>
+bool is_live(const std::set<const T*>& live, const T* handle) {
+  std::lock_guard lock(state().mutex);
+  return handle && live.count(handle) > 0;
+}
+
+template <typename T>
+cudaError_t add_handle(std::set<const T*>& live, T** out, T* handle) {
+  std::lock_guard lock(state().mutex);
+  live.insert(handle);
+  *out = handle;
+  return cudaSuccess;
+}
+
+template <typename T>
+cudaError_t destroy_handle(std::set<const T*>& live, T* handle) {
+  {
+    std::lock_guard lock(state().mutex);
+    if (!handle || live.erase(handle) == 0) return result(cudaErrorInvalidResourceHandle);
+  }
+  delete handle;
+  return cudaSuccess;
 }
 
 bool event_is_live(cudaEvent_t event) {
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  return event && s.events.count(event) > 0;
+  return is_live(state().events, event);
 }
 
 }  // namespace
@@ -71,7 +89,7 @@ struct CUevent_st {
 
 namespace mpiasr::emu::detail {
 bool stream_is_valid(cudaStream_t stream) {
-  return stream == nullptr || stream_is_live(stream);
+  return stream == nullptr || is_live(state().streams, stream);
 }
 }  // namespace mpiasr::emu::detail
 
@@ -207,11 +225,7 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   if (!stream || (flags & ~cudaStreamNonBlocking)) return result(cudaErrorInvalidValue);
-  *stream = new CUstream_st{flags};
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  s.streams.insert(*stream);
-  return cudaSuccess;
+  return add_handle(state().streams, stream, new CUstream_st{flags});
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
@@ -219,13 +233,7 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
 }
 
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  State& s = state();
-  {
-    std::lock_guard lock(s.mutex);
-    if (!stream || s.streams.erase(stream) == 0) return result(cudaErrorInvalidResourceHandle);
-  }
-  delete stream;
-  return cudaSuccess;
+  return destroy_handle(state().streams, stream);
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
@@ -247,11 +255,7 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   if (!event || (flags & ~cudaEventDisableTiming)) return result(cudaErrorInvalidValue);
-  *event = new CUevent_st{flags, false, {}};
-  State& s = state();
-  std::lock_guard lock(s.mutex);
-  s.events.insert(*event);
-  return cudaSuccess;
+  return add_handle(state().events, event, new CUevent_st{flags, false, {}});
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -259,13 +263,7 @@ cudaError_t cudaEventCreate(cudaEvent_t* event) {
 }
 
 cudaError_t cudaEventDestroy(cudaEvent_t event) {
-  State& s = state();
-  {
-    std::lock_guard lock(s.mutex);
-    if (!event || s.events.erase(event) == 0) return result(cudaErrorInvalidResourceHandle);
-  }
-  delete event;
-  return cudaSuccess;
+  return destroy_handle(state().events, event);
 }
 
 cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
