@@ -99,7 +99,6 @@ std::string coordinates(uint3 v) {
 }
 
 struct Launch {
-  const LaunchSite* site;
   dim3 grid, block;
   size_t dynamic_shared_bytes;
   void (*body)(const void*);
@@ -114,15 +113,12 @@ struct Fiber {
   int thread = -1;        // the CUDA thread it runs, -1 when idle
 };
 
-enum class Wait : uint8_t { kNone, kBarrier, kWarp, kExited };
-
 // Thrown inside a fiber to unwind its thread when the block fails.
 struct Abandon {};
 
 struct Thread {
-  Fiber* fiber = nullptr;
-  Wait wait = Wait::kNone;
-  uint64_t deposit = 0;  // this lane's value in a warp collective
+  Fiber* fiber = nullptr;  // null before it starts and after it ends
+  uint64_t deposit = 0;    // this lane's value in a warp collective
   int argument = 0, width = kWarp;
   uint64_t result = 0;
 };
@@ -351,7 +347,6 @@ std::string Runner::run_block(const Launch& launch, uint64_t linear) {
       } else if (exited_ == n) {
         break;
       } else if (at_barrier_ == n) {
-        for (Thread& thread : threads_) thread.wait = Wait::kNone;
         at_barrier_ = 0;
         ++interval_;
         fill_queue();
@@ -415,7 +410,6 @@ unsigned Runner::lanes_of(int warp) const {
 }
 
 void Runner::thread_exited(int thread) {
-  threads_[size_t(thread)].wait = Wait::kExited;
   exited_lanes_[size_t(thread / kWarp)] |= 1u << (thread % kWarp);
   ++exited_;
   if (at_barrier_ > 0) {
@@ -443,7 +437,6 @@ void Runner::syncthreads(const std::source_location& where) {
   }
   if (at_barrier_ == 0) barrier_where_ = where;
   ++at_barrier_;
-  threads_[size_t(current_)].wait = Wait::kBarrier;
   wait();
 }
 
@@ -479,7 +472,6 @@ uint64_t Runner::warp_collective(detail::WarpOp op, unsigned mask, uint64_t valu
   self.width = width;
   groups_[g].arrived |= bit;
   if (groups_[g].arrived != mask) {
-    self.wait = Wait::kWarp;
     wait();
     return self.result;
   }
@@ -535,7 +527,6 @@ void Runner::complete(const WarpGroup& group) {
   }
   for (int lane = 0; lane < kWarp; ++lane) {
     if ((group.mask >> lane & 1u) && base + lane != current_) {
-      threads_[size_t(base + lane)].wait = Wait::kNone;
       queue_.push_back(base + lane);
     }
   }
@@ -708,8 +699,8 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
     launch_failed(site, "the stream was not created or has been destroyed");
   }
   if (runner.in_block()) launch_failed(site, "launched from inside a kernel");
-  const Launch launch{&site, grid,    block,        dynamic_shared_bytes,
-                      body,  closure, int(threads), schedule_setting.load()};
+  const Launch launch{grid,    block,        dynamic_shared_bytes,   body,
+                      closure, int(threads), schedule_setting.load()};
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
   std::string error;
   if (blocks == 1) {
