@@ -6,14 +6,19 @@
 // of the difference over the norm), each larger tensor's gradient at 5e-2,
 // the log-probabilities of inference; after one AdamW step the masters move by
 // lr times the sign of nearly the same gradient, so they agree within 2 lr
-// everywhere and within lr / 10 almost everywhere. Skipped without a GPU; in
+// everywhere and within lr / 10 almost everywhere. Each measured deviation is
+// printed with its limit (cuda_test::print_worst). Skipped without a GPU; in
 // the emulation build it runs on the CPU (kernels/cuda_emu).
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iomanip>
 #include <numeric>
 #include <random>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -56,6 +61,13 @@ double difference_norm(const std::vector<float>& a, const std::vector<float>& b,
   return std::sqrt(sum);
 }
 
+// One measured deviation and its limit, for the GPU check's table.
+void report(const std::string& what, const std::string& measure, double value, double limit) {
+  std::ostringstream text;
+  text << std::setprecision(3) << measure << " " << value << " (limit " << limit << ")";
+  cuda_test::print_worst(what, text.str(), value / limit);
+}
+
 TEST(CudaTraining, TinyStepMatchesCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   CudaBackend& gpu = cuda_test::backend();
@@ -79,22 +91,32 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
       cpu_model.forward_backward(batch, tokens, 1.0f, false, dropout_seed);
   const std::vector<double> gpu_losses =
       gpu_model.forward_backward(batch, tokens, kLossScale, false, dropout_seed);
+  double worst_loss = 0.0;
   for (size_t b = 0; b < cpu_losses.size(); ++b) {
     EXPECT_NEAR(gpu_losses[b], cpu_losses[b], 1e-2 * cpu_losses[b]) << "utterance " << b;
+    worst_loss = std::max(worst_loss, std::abs(gpu_losses[b] - cpu_losses[b]) / cpu_losses[b]);
   }
+  report("losses", "relative difference", worst_loss, 1e-2);
 
   const std::vector<float> cpu_grad(cpu_params.grad(), cpu_params.grad() + n);
   std::vector<float> gpu_grad = cuda_test::download(gpu, gpu_params.grad(), n);
   for (float& g : gpu_grad) g /= kLossScale;
   const double total = norm(cpu_grad, 0, n);
   ASSERT_GT(total, 0.0);
-  EXPECT_LT(difference_norm(gpu_grad, cpu_grad, 0, n) / total, 1e-2);
+  const double grad_difference = difference_norm(gpu_grad, cpu_grad, 0, n) / total;
+  EXPECT_LT(grad_difference, 1e-2);
+  report("gradient", "|gpu - cpu| / |cpu|", grad_difference, 1e-2);
+  double worst_tensor = 0.0;
+  std::string worst_name;
   for (const ParameterInfo& info : cpu_params.infos()) {
     const size_t end = info.offset + info.count;
     const double tensor = norm(cpu_grad, info.offset, end);
     if (tensor < 1e-2 * total) continue;  // tiny tensors: covered by the total
-    EXPECT_LT(difference_norm(gpu_grad, cpu_grad, info.offset, end) / tensor, 5e-2) << info.name;
+    const double difference = difference_norm(gpu_grad, cpu_grad, info.offset, end) / tensor;
+    EXPECT_LT(difference, 5e-2) << info.name;
+    if (difference > worst_tensor) worst_tensor = difference, worst_name = info.name;
   }
+  report("gradient of " + worst_name, "|gpu - cpu| / |cpu|", worst_tensor, 5e-2);
 
   Optimizer<float, float> cpu_optimizer(cpu_params);
   Optimizer<__half, float> gpu_optimizer(gpu_params);
@@ -103,12 +125,16 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
   const std::vector<float> cpu_master(cpu_params.master(), cpu_params.master() + n);
   const std::vector<float> gpu_master = cuda_test::download(gpu, gpu_params.master(), n);
   size_t far = 0;
+  double worst_master = 0.0;
   for (size_t i = 0; i < n; ++i) {
     const double diff = std::abs(double(gpu_master[i]) - cpu_master[i]);
     ASSERT_LE(diff, 2.01 * kLr) << "element " << i;
     far += diff > 0.1 * kLr;
+    worst_master = std::max(worst_master, diff);
   }
   EXPECT_LT(double(far) / double(n), 0.01);
+  report("masters after AdamW", "max |gpu - cpu|", worst_master, 2.01 * kLr);
+  report("masters after AdamW", "share further apart than lr / 10", double(far) / double(n), 0.01);
   EXPECT_EQ(cuda_test::download(gpu, gpu_params.compute(), n),
             cuda_test::rounded_to_half(gpu_master));
 
@@ -124,6 +150,7 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
                                 std::max(1.0, std::abs(double(cpu_logprobs[i]))));
   }
   EXPECT_LT(worst, 1e-2);
+  report("inference log-probabilities", "|gpu - cpu| / max(1, |cpu|)", worst, 1e-2);
 }
 
 }  // namespace
