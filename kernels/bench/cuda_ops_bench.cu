@@ -7,7 +7,8 @@
 // dense fp16 tensor-core peak (peak_frac) for GEMM-like ops; GB/s (every byte
 // the op must read and write once) and its ratio to the memory bandwidth
 // peak for memory-bound ops. Peaks come from kernels/cuda/cuda_device.h.
-// Without a CUDA device it prints SKIP and exits 0.
+// Without a CUDA device it prints SKIP, or lists its benchmarks, and exits 0
+// (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
 
@@ -17,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/cuda_bench_skip.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
@@ -326,19 +328,16 @@ void register_benchmarks() {
 }  // namespace mpiasr
 
 int main(int argc, char** argv) {
-  const mpiasr::CudaDeviceCount devices = mpiasr::cuda_device_count();
-  if (devices.count == 0) {
-    std::printf("cuda_ops_bench: SKIP (no CUDA device: %s)\n", devices.error.c_str());
-    return 0;
-  }
+  const bool list_requested = mpiasr::benchmark_list_requested(argc, argv);
+  benchmark::Initialize(&argc, argv);
+  mpiasr::register_benchmarks();
+  if (mpiasr::list_or_skip("cuda_ops_bench", list_requested)) return 0;
   mpiasr::CudaBackend backend(mpiasr::CudaBackendOptions{.arena_bytes = size_t(16) << 30});
   mpiasr::g_backend = &backend;
   const mpiasr::CudaDeviceInfo& info = backend.device_info();
   benchmark::AddCustomContext("device", info.name);
   benchmark::AddCustomContext("peak_fp16_tflops", std::to_string(info.peak_fp16_tflops));
   benchmark::AddCustomContext("peak_memory_gbps", std::to_string(info.peak_memory_gbps));
-  benchmark::Initialize(&argc, argv);
-  mpiasr::register_benchmarks();
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

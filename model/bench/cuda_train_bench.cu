@@ -16,7 +16,7 @@
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
 // --seconds=S (default 10): the run lasts about S seconds, after 3 warm-up
 // steps that also size the iteration count. Without a CUDA device it prints
-// SKIP and exits 0.
+// SKIP, or lists its benchmark, and exits 0 (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
 
@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/bench/cuda_bench_skip.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
 #include "model/conformer.h"
@@ -82,14 +83,23 @@ struct Setup {
   double seconds = 10.0;
 };
 
-void BM_train_step(benchmark::State& state, CudaBackend* backend, const Setup& setup,
-                   Conformer<__half, float>* model, Optimizer<__half, float>* optimizer,
-                   LossScaler* scaler, const HostBatch* batch) {
+// What one run trains, made once a device is known to be there.
+struct TrainRun {
+  std::unique_ptr<CudaBackend> backend;
+  std::unique_ptr<Conformer<__half, float>> model;
+  std::unique_ptr<Optimizer<__half, float>> optimizer;
+  LossScaler scaler;
+  HostBatch batch;
+};
+
+void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup) {
   uint64_t step = 100;
   int skipped = 0;
-  for (auto _ : state) skipped += train_step(*model, *optimizer, *scaler, *batch, ++step) ? 0 : 1;
-  const double flops = forward_backward_flops(model->config(), kBatch, kFrames);
-  const CudaDeviceInfo& info = backend->device_info();
+  for (auto _ : state) {
+    skipped += train_step(*run->model, *run->optimizer, run->scaler, run->batch, ++step) ? 0 : 1;
+  }
+  const double flops = forward_backward_flops(run->model->config(), kBatch, kFrames);
+  const CudaDeviceInfo& info = run->backend->device_info();
   state.counters["audio_s/s"] =
       benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] =
@@ -100,7 +110,7 @@ void BM_train_step(benchmark::State& state, CudaBackend* backend, const Setup& s
   }
   state.counters["skipped_steps"] = skipped;
   state.SetLabel(setup.preset + ", batch 32 x 15 s, " +
-                 std::to_string(model->params().num_parameters() / 1000000) + " M parameters");
+                 std::to_string(run->model->params().num_parameters() / 1000000) + " M parameters");
 }
 
 }  // namespace
@@ -120,36 +130,36 @@ int main(int argc, char** argv) {
     }
   }
   int rest_count = int(rest.size());
-  const CudaDeviceCount devices = cuda_device_count();
-  if (devices.count == 0) {
-    std::printf("cuda_train_bench: SKIP (no CUDA device: %s)\n", devices.error.c_str());
-    return 0;
-  }
-  CudaBackend backend;
+  const bool list_requested = benchmark_list_requested(rest_count, rest.data());
+  benchmark::Initialize(&rest_count, rest.data());
+  TrainRun run;
+  benchmark::internal::Benchmark* registered =
+      benchmark::RegisterBenchmark(("train_step/" + setup.preset).c_str(), BM_train_step, &run,
+                                   setup)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+  if (list_or_skip("cuda_train_bench", list_requested)) return 0;
+
+  run.backend = std::make_unique<CudaBackend>();
   ConformerConfig config = conformer_preset(setup.preset);
   config.vocab_size = kVocab;
-  Conformer<__half, float> model(backend, config, kBatch, kFrames, 1);
-  Optimizer<__half, float> optimizer(model.params());
-  LossScaler scaler;
-  const HostBatch batch = synthetic_batch(7);
+  run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, kBatch, kFrames, 1);
+  run.optimizer = std::make_unique<Optimizer<__half, float>>(run.model->params());
+  run.batch = synthetic_batch(7);
 
   // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
-  for (uint64_t step = 0; step < 2; ++step) train_step(model, optimizer, scaler, batch, step);
+  for (uint64_t step = 0; step < 2; ++step) {
+    train_step(*run.model, *run.optimizer, run.scaler, run.batch, step);
+  }
   const auto start = std::chrono::steady_clock::now();
-  train_step(model, optimizer, scaler, batch, 2);
+  train_step(*run.model, *run.optimizer, run.scaler, run.batch, 2);
   const double step_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const auto iterations = benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds));
+  registered->Iterations(benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds)));
 
-  benchmark::AddCustomContext("device", backend.device_info().name);
+  benchmark::AddCustomContext("device", run.backend->device_info().name);
   benchmark::AddCustomContext("peak_fp16_tflops",
-                              std::to_string(backend.device_info().peak_fp16_tflops));
-  benchmark::Initialize(&rest_count, rest.data());
-  benchmark::RegisterBenchmark(("train_step/" + setup.preset).c_str(), BM_train_step, &backend,
-                               setup, &model, &optimizer, &scaler, &batch)
-      ->Iterations(iterations)
-      ->UseRealTime()
-      ->Unit(benchmark::kMillisecond);
+                              std::to_string(run.backend->device_info().peak_fp16_tflops));
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
