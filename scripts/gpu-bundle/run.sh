@@ -1,0 +1,405 @@
+#!/usr/bin/env bash
+# mpiasr's GPU check, run from the folder scripts/gpu-bundle.sh packs, on a
+# machine with an NVIDIA GPU and nothing of ours installed (no compiler, no
+# packages, no network):
+#
+#   bash gpu-bundle/run.sh OUTDIR
+#
+# It unpacks payload.tar.xz into $TMPDIR (with xz, else python3's tarfile),
+# sources its env.sh (OpenMPI relocated into it; the driver, the CUDA
+# libraries and NCCL found on this machine and printed), then runs these
+# steps in order, each under `timeout` with its own budget in seconds:
+#   probe         10  nvidia-smi: the GPUs and the driver
+#   allocator     10  offset_allocator_test: the device arena's bookkeeping (CPU only)
+#   kernels       30  cuda_kernels_test: each CUDA op against the CPU backend,
+#                     one row per op with its worst error as a share of its tolerance
+#   train_step    20  cuda_training_test: a `tiny` training step, GPU against CPU
+#   train         45  mpiasr train tiny on the GPU, 300 steps on the bundled
+#                     corpus: the loss falls, checkpoints are written
+#   resume        20  the same command to step 350: it resumes from step 300
+#   eval          15  mpiasr eval of the GPU run's checkpoint: a CER
+#   nccl_mpirun   20  nccl_test under the bundle's mpirun -np 1 (1-rank NCCL
+#                     all-reduce on the world and node communicators, the bucketed reducer)
+#   nccl_single   15  nccl_test started alone, as an MPI singleton
+#   bench_ops     30  cuda_ops_bench: time per op, TFLOP/s or GB/s, % of peak
+#   bench_medium  30  cuda_train_bench --preset=medium: ms/step, audio-s/s, TFLOP/s, MFU
+#   bench_large   35  the same for large
+#   memcheck      50  compute-sanitizer memcheck over cuda_kernels_test
+# The budgets add up to 330 s, and no step starts after 340 s (MPIASR_CHECK_SECONDS),
+# so a run ends within 6 minutes however its steps end.
+#
+# Table columns: step, status, seconds taken, budget, details. Status: PASS,
+# FAIL, SKIP (the step could not run here: no GPU, no compute-sanitizer),
+# TIMEOUT (killed at its budget), NOT RUN (out of time, or a step it needs
+# did not pass). Indented rows break a step down (one per op, benchmark, test).
+# Peaks for the percentages: MPIASR_PEAK_TFLOPS (default 989: dense fp16 of
+# the H200 and H100 SXM datasheets) and MPIASR_PEAK_GBPS (default 4800: the
+# H200's HBM3e).
+#
+# OUTDIR gets three files, rewritten after every step, so a run killed midway
+# still leaves them: summary.txt (the table), summary.tsv (its rows,
+# tab-separated) and logs.tar.gz (every step's output, the benchmarks' JSON,
+# the training metrics, the libraries used). The table is printed at the end.
+# Exit status 0 when no step failed, timed out or was left out and, where
+# nvidia-smi lists a GPU, none was skipped; 1 otherwise; 2 on bad usage.
+set -uo pipefail
+bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ $# -ne 1 ]]; then
+  echo "usage: bash run.sh OUTDIR" >&2
+  exit 2
+fi
+mkdir -p "$1" && out="$(cd "$1" && pwd)" || exit 2
+start=$(date +%s)
+deadline=$((start + ${MPIASR_CHECK_SECONDS:-340}))
+work="$(mktemp -d "${TMPDIR:-/tmp}/mpiasr-gpu-check.XXXXXX")" || exit 1
+trap 'rm -rf "$work"' EXIT
+logs="$work/logs"
+B="$work/bundle"
+mkdir -p "$logs" "$B"
+rows="$logs/rows.tsv"
+: > "$rows"
+PEAK_TFLOPS="${MPIASR_PEAK_TFLOPS:-989}"
+PEAK_GBPS="${MPIASR_PEAK_GBPS:-4800}"
+gpus=0
+device="no GPU found"
+export B work logs PEAK_TFLOPS PEAK_GBPS gpus
+declare -A status=()
+
+note() { echo "run.sh [$(($(date +%s) - start)) s]: $*"; }
+
+# ---- the table ----------------------------------------------------------------------------
+
+add_row() {  # step status seconds budget details
+  printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5//$'\t'/ }" >> "$rows"
+}
+
+# Rewrites OUTDIR's three files from the rows and logs so far.
+publish() {
+  {
+    echo "mpiasr GPU check, $(date -u '+%Y-%m-%d %H:%M UTC'), $(uname -n), $(($(date +%s) - start)) s"
+    echo "device: $device"
+    [[ -f "$bundle_dir/bundle-info.txt" ]] && sed -n '1,2p' "$bundle_dir/bundle-info.txt"
+    echo "peaks: $PEAK_TFLOPS TFLOP/s dense fp16, $PEAK_GBPS GB/s"
+    awk -F'\t' '
+      { step[NR] = $1; st[NR] = $2; s[NR] = $3; budget[NR] = $4; details[NR] = $5
+        if (length($1) > width) width = length($1) }
+      END {
+        format = "%-" width "s  %-7s %4s %6s  %s\n"
+        printf format, "step", "status", "s", "budget", "details"
+        for (i = 1; i <= NR; i++) printf format, step[i], st[i], s[i], budget[i], details[i]
+      }' "$rows"
+  } > "$out/summary.txt.tmp" && mv "$out/summary.txt.tmp" "$out/summary.txt"
+  { printf 'step\tstatus\tseconds\tbudget_s\tdetails\n'; cat "$rows"; } > "$out/summary.tsv.tmp" &&
+    mv "$out/summary.tsv.tmp" "$out/summary.tsv"
+  if tar -czf "$out/logs.tar.gz.tmp" -C "$work" logs; then
+    mv "$out/logs.tar.gz.tmp" "$out/logs.tar.gz"
+  else
+    rm -f "$out/logs.tar.gz.tmp"
+  fi
+}
+
+# ---- what the steps share (exported: steps run in `timeout bash -c`) ------------------------
+
+detail() { echo "$*" > "$logs/$STEP.details"; }
+
+# A GoogleTest log's verdict: 0 all passed, 77 some skipped (the reason is the
+# details), 1 failures or a non-zero exit code `rc`.
+gtest_verdict() {  # log rc
+  local log=$1 rc=$2 passed failed skipped reason
+  passed=$(grep -cE '^\[       OK \] [^ ]+ \([0-9]+ ms\)$' "$log")
+  failed=$(grep -E '^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)$' "$log" | awk '{ print $4 }' | tr '\n' ' ')
+  skipped=$(grep -cE '^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$' "$log")
+  if ((rc != 0)) || [[ -n "$failed" ]]; then
+    detail "exit $rc; $passed passed${failed:+; failed: $failed}; last line: $(tail -n 1 "$log")"
+    return 1
+  fi
+  if ((skipped > 0)); then
+    reason=$(grep -A1 ': Skipped$' "$log" | grep -v ': Skipped$' | grep -v '^--$' | head -n 1)
+    detail "$passed passed, $skipped skipped: $reason"
+    return 77
+  fi
+  detail "$passed passed"
+  return 0
+}
+
+# Rows of a GoogleTest log, one per test (status, ms, and its largest
+# "[ worst    ] what: measure, P% of tolerance" line), or with `all`, one per such line.
+gtest_rows() {  # log [all]
+  awk -v all="${2:-}" '
+    function flush(name, st, ms) {
+      printf "  %s\t%s\t%.2f\t\t%s\n", name, st, ms / 1000, (worst == "" ? "exact comparisons" : worst)
+    }
+    /^\[ RUN      \] / { test = $4; worst = ""; best = -1 }
+    /^\[ worst    \] / {
+      line = substr($0, 14)
+      if (all != "") { printf "  %s\t\t\t\t%s\n", test, line; next }
+      pct = line; sub(/% of tolerance.*/, "", pct); sub(/.* /, "", pct)
+      if (pct + 0 > best) { best = pct + 0; worst = line }
+    }
+    /^\[       OK \] [^ ]+ \([0-9]+ ms\)$/ && all == "" { ms = $5; sub(/\(/, "", ms); flush($4, "PASS", ms) }
+    /^\[  FAILED  \] [^ ]+ \([0-9]+ ms\)$/ && all == "" { ms = $5; sub(/\(/, "", ms); flush($4, "FAIL", ms) }
+    /^\[  SKIPPED \] [^ ]+ \([0-9]+ ms\)$/ && all == "" { ms = $5; sub(/\(/, "", ms); flush($4, "SKIP", ms) }
+  ' "$1"
+}
+
+# Runs a GoogleTest program of the bundle and returns its verdict.
+gtest_step() {  # program [args...]
+  bundle_run "$@" --gtest_color=no 2>&1
+  gtest_verdict "$logs/$STEP.log" "$?"
+}
+
+# A benchmark program: 77 when it printed its SKIP line (no device).
+bench_step() {  # program [args...]
+  bundle_run "$@" 2>&1
+  local rc=$?
+  if grep -q ': SKIP (' "$logs/$STEP.log"; then
+    detail "$(grep -m1 ': SKIP (' "$logs/$STEP.log")"
+    return 77
+  fi
+  ((rc == 0)) || detail "exit $rc: $(tail -n 1 "$logs/$STEP.log")"
+  return "$rc"
+}
+
+# 77 with the reason when mpiasr stopped because no CUDA device is usable.
+no_device() {  # log
+  local line
+  line=$(grep -m1 'no CUDA device' "$1") || return 1
+  detail "${line#*error: }"
+  return 0
+}
+
+# mpiasr train tiny on the GPU on the bundled corpus, into $work/train.
+mpiasr_train() {  # [--section.key=value ...]
+  bundle_run "$B/bin/mpiasr" train "$B/configs/tiny.yaml" --data.train_manifest="$B/corpus/train.tsv" \
+    --data.valid_manifest="$B/corpus/valid.tsv" --data.test_manifest="$B/corpus/test.tsv" \
+    --tokenizer.model_path="$B/prepared/tokens.txt" --features.cmvn_path="$B/prepared/cmvn.json" \
+    --training.device=cuda --training.threads=4 --training.epochs=1000 --training.log_every=25 \
+    --output.dir="$work/train" "$@" 2>&1
+}
+
+# ---- the steps ----------------------------------------------------------------------------
+
+step_probe() {
+  local smi
+  smi=$(command -v nvidia-smi || ls /usr/local/nvidia/bin/nvidia-smi 2> /dev/null) ||
+    { detail "no nvidia-smi on PATH or in /usr/local/nvidia/bin: no GPU steps can pass"; return 77; }
+  "$smi" --query-gpu=index,name,memory.total,driver_version,compute_cap --format=csv,noheader |
+    tee "$logs/gpus.csv"
+  "$smi" -q > "$logs/nvidia-smi-q.txt" 2>&1
+  local count
+  count=$(grep -c . "$logs/gpus.csv")
+  ((count > 0)) || { detail "nvidia-smi lists no GPU"; return 77; }
+  detail "$count GPU(s): $(head -n 1 "$logs/gpus.csv")"
+}
+
+step_allocator() { gtest_step "$B/bin/offset_allocator_test"; }
+step_kernels() { gtest_step "$B/bin/cuda_kernels_test"; }
+step_train_step() { gtest_step "$B/bin/cuda_training_test"; }
+
+step_train() {
+  mpiasr_train --training.max_steps=300 --validation.every_steps=150 --checkpoint.every_steps=150
+  local rc=$? log="$logs/train.log"
+  if ((rc != 0)); then
+    no_device "$log" && return 77
+    detail "exit $rc: $(tail -n 1 "$log")"
+    return 1
+  fi
+  grep -q '^backend: cuda-fp16' "$log" || { detail "did not train on the CUDA backend"; return 1; }
+  grep -q '^training done: 300 steps' "$log" || { detail "no 'training done: 300 steps' line"; return 1; }
+  local losses
+  losses=$(grep '"kind":"train"' "$work/train/metrics.jsonl" | sed 's/.*"loss":\([^,}]*\).*/\1/' |
+    awk 'NR == 1 { first = $1 } { last = $1 } END { printf "%.3f %.3f", first, last }')
+  local first=${losses% *} last=${losses#* } seconds cer
+  seconds=$(sed -n 's/^training done: 300 steps in \([^;]*\).*/\1/p' "$log")
+  cer=$(grep '^valid step 300' "$log" | sed 's/.*CER \([0-9.]*%\).*/\1/')
+  detail "loss $first -> $last in 300 steps ($seconds), valid CER $cer"
+  ls -d "$work"/train/checkpoints/step-*300 > /dev/null 2>&1 ||
+    { detail "no checkpoint of step 300 in $work/train/checkpoints"; return 1; }
+  awk -v f="$first" -v l="$last" 'BEGIN { exit !(l < 0.75 * f) }' ||
+    { detail "the loss did not fall by a quarter: $first -> $last"; return 1; }
+}
+
+step_resume() {
+  mpiasr_train --training.max_steps=350 --validation.every_steps=0 --checkpoint.every_steps=0
+  local rc=$? log="$logs/resume.log"
+  ((rc == 0)) || { detail "exit $rc: $(tail -n 1 "$log")"; return 1; }
+  grep -q '^resumed from .*step 300' "$log" || { detail "did not resume from step 300"; return 1; }
+  grep -q '^training done: 350 steps' "$log" || { detail "the resumed run did not reach step 350"; return 1; }
+  detail "$(grep -m1 '^resumed from' "$log"); $(grep -m1 '^training done' "$log")"
+}
+
+step_eval() {
+  bundle_run "$B/bin/mpiasr" eval --ckpt "$work/train" --manifest "$B/corpus/test.tsv" \
+    --out "$work/test-hypotheses.tsv" 2>&1
+  local rc=$? log="$logs/eval.log"
+  ((rc == 0)) || { detail "exit $rc: $(tail -n 1 "$log")"; return 1; }
+  grep -qE '^CER [0-9]+\.[0-9]+%' "$log" || { detail "no CER line"; return 1; }
+  detail "$(grep -m1 -E '^CER ' "$log")"
+}
+
+step_nccl_mpirun() { gtest_step "$B/bin/mpirun" -np 1 "$B/bin/nccl_test"; }
+step_nccl_single() { gtest_step "$B/bin/nccl_test"; }
+
+step_bench_ops() {
+  bench_step "$B/bin/cuda_ops_bench" --benchmark_min_time=0.1 \
+    --benchmark_out="$logs/bench_ops.json" --benchmark_out_format=json
+}
+step_bench_medium() {
+  bench_step "$B/bin/cuda_train_bench" --preset=medium --seconds=10 \
+    --benchmark_out="$logs/bench_medium.json" --benchmark_out_format=json
+}
+step_bench_large() {
+  bench_step "$B/bin/cuda_train_bench" --preset=large --seconds=10 \
+    --benchmark_out="$logs/bench_large.json" --benchmark_out_format=json
+}
+
+step_memcheck() {
+  local sanitizer
+  sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer \
+    /usr/local/cuda/compute-sanitizer/compute-sanitizer 2> /dev/null | head -n 1)
+  [[ -n "$sanitizer" ]] ||
+    { detail "no compute-sanitizer on PATH or in /usr/local/cuda"; return 77; }
+  ((gpus > 0)) || { detail "no GPU: memcheck needs one"; return 77; }
+  bundle_run "$sanitizer" --tool memcheck --error-exitcode 99 --print-limit 20 \
+    "$B/bin/cuda_kernels_test" --gtest_color=no 2>&1
+  local rc=$? log="$logs/memcheck.log" errors
+  errors=$(grep -m1 'ERROR SUMMARY' "$log")
+  gtest_verdict "$log" "$rc"
+  local verdict=$?
+  detail "${errors#========= }; $(cat "$logs/memcheck.details")"
+  return "$verdict"
+}
+
+# ---- what the parent reads back after a step -----------------------------------------------
+
+# Rows of a Google Benchmark JSON file: time, rate and share of the peak.
+bench_rows() {  # json
+  awk -v tflops="$PEAK_TFLOPS" -v gbps="$PEAK_GBPS" '
+    function value(line) { sub(/^[^:]*: */, "", line); sub(/,$/, "", line); gsub(/"/, "", line); return line }
+    /^ *"name":/ {
+      name = value($0); sub(/\/(manual|real)_time$/, "", name); sub(/\/iterations:[0-9]+$/, "", name)
+      tf = gb = audio = skipped = label = time = unit = ""
+    }
+    /"real_time":/ { time = value($0) }
+    /"time_unit":/ { unit = value($0) }
+    /"TFLOP\/s":/ { tf = value($0) }
+    /"GB\/s":/ { gb = value($0) }
+    /"audio_s\/s":/ { audio = value($0) }
+    /"skipped_steps":/ { skipped = value($0) }
+    /"label":/ { label = value($0) }
+    /^ *}/ && name != "" {
+      d = sprintf("%.1f %s", time, unit)
+      if (audio != "") d = d sprintf("/step, %.0f audio-s/s", audio)
+      if (tf != "") d = d sprintf(", %.1f TFLOP/s = %.1f%% of %g", tf, 100 * tf / tflops, tflops)
+      if (gb != "") d = d sprintf(", %.0f GB/s = %.1f%% of %g", gb, 100 * gb / gbps, gbps)
+      if (audio != "") d = d sprintf(" (MFU), %d steps skipped by the loss scaler; %s", skipped, label)
+      printf "  %s\t\t\t\t%s\n", name, d
+      name = ""
+    }' "$1"
+}
+
+post_kernels() { gtest_rows "$logs/kernels.log"; }
+post_train_step() { gtest_rows "$logs/train_step.log" all; }
+post_nccl_mpirun() { gtest_rows "$logs/nccl_mpirun.log"; }
+post_bench_ops() { [[ -f "$logs/bench_ops.json" ]] && bench_rows "$logs/bench_ops.json"; }
+post_bench_medium() { [[ -f "$logs/bench_medium.json" ]] && bench_rows "$logs/bench_medium.json"; }
+post_bench_large() { [[ -f "$logs/bench_large.json" ]] && bench_rows "$logs/bench_large.json"; }
+
+# ---- running a step ----------------------------------------------------------------------
+
+export -f detail gtest_verdict gtest_rows gtest_step bench_step no_device mpiasr_train
+export -f step_probe step_allocator step_kernels step_train_step step_train step_resume step_eval \
+  step_nccl_mpirun step_nccl_single step_bench_ops step_bench_medium step_bench_large step_memcheck
+
+run_step() {  # name budget [needs]
+  local name=$1 budget=$2 needs=${3:-} now left limit began rc result seconds details
+  now=$(date +%s)
+  left=$((deadline - now))
+  if [[ -n "$needs" && "${status[$needs]:-}" != PASS ]]; then
+    # Skipped with what it needs (no GPU), or not run because that failed.
+    result=$([[ "${status[$needs]:-}" == SKIP ]] && echo SKIP || echo "NOT RUN")
+    status[$name]=$result
+    add_row "$name" "$result" 0 "$budget" "needs $needs, which did not pass"
+    publish
+    return
+  fi
+  if ((left < 5)); then
+    status[$name]="NOT RUN"
+    add_row "$name" "NOT RUN" 0 "$budget" "out of time: no step starts after $((deadline - start)) s"
+    publish
+    return
+  fi
+  limit=$((budget < left ? budget : left))
+  note "$name (up to $limit s)"
+  began=$(date +%s)
+  STEP=$name timeout -k 5 "$limit" bash -c "set -o pipefail; step_$name" > "$logs/$name.log" 2>&1
+  rc=$?
+  seconds=$(($(date +%s) - began))
+  case $rc in
+    0) result=PASS ;;
+    77) result=SKIP ;;
+    124 | 137) result=TIMEOUT ;;
+    *) result=FAIL ;;
+  esac
+  details=$(cat "$logs/$name.details" 2> /dev/null)
+  if [[ $result == TIMEOUT ]]; then
+    details="killed after $limit s${details:+; $details}; last line: $(tail -n 1 "$logs/$name.log")"
+  fi
+  status[$name]=$result
+  add_row "$name" "$result" "$seconds" "$budget" "$details"
+  if [[ $result != SKIP ]] && declare -F "post_$name" > /dev/null; then "post_$name" >> "$rows"; fi
+  note "$name: $result ${details:0:150}"
+  publish
+}
+
+# ---- the run ----------------------------------------------------------------------------
+
+note "unpacking $bundle_dir/payload.tar.xz into $B"
+if command -v xz > /dev/null; then
+  xz -dc "$bundle_dir/payload.tar.xz" | tar -x -C "$B"
+else
+  python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+    "$bundle_dir/payload.tar.xz" "$B"
+fi
+if [[ $? -ne 0 || ! -f "$B/env.sh" ]]; then
+  add_row unpack FAIL "$(($(date +%s) - start))" - "could not unpack $bundle_dir/payload.tar.xz (xz or python3 needed)"
+  publish
+  cat "$out/summary.txt"
+  exit 1
+fi
+cp "$bundle_dir/bundle-info.txt" "$logs/" 2> /dev/null
+# shellcheck source=env.sh
+source "$B/env.sh" > "$logs/libraries.log" 2>&1
+export -f bundle_run
+cat "$logs/libraries.log"
+# Without the driver (libcuda.so.1) the GPU steps skip; without the others nothing of ours loads.
+missing="${MPIASR_MISSING_LIBS//libcuda.so.1 /}"
+found="$(sed -nE 's/^  ([^ ]+) +([^ ]+)\/[^/ ]+ -> [^ ]+ \((.*)\)$/\1 \2 (\3)/p; s/^  ([^ ]+) +NOT FOUND$/\1 not found/p' \
+  "$logs/libraries.log" | paste -sd ';' | sed 's/;/; /g')"
+add_row libraries "$([[ -n "$missing" ]] && echo FAIL || echo PASS)" 0 - "$found"
+publish
+
+run_step probe 10
+if [[ ${status[probe]} == PASS ]]; then
+  gpus=$(grep -c . "$logs/gpus.csv")
+  device="$(head -n 1 "$logs/gpus.csv")"
+fi
+export gpus
+run_step allocator 10
+run_step kernels 30
+run_step train_step 20
+run_step train 45
+run_step resume 20 train
+run_step eval 15 train
+run_step nccl_mpirun 20
+run_step nccl_single 15
+run_step bench_ops 30
+run_step bench_medium 30
+run_step bench_large 35
+run_step memcheck 50
+
+note "done"
+cat "$out/summary.txt"
+bad=$(awk -F'\t' -v gpus="$gpus" '$1 !~ /^  / && ($2 == "FAIL" || $2 == "TIMEOUT" || $2 == "NOT RUN" ||
+  (gpus > 0 && $2 == "SKIP")) { n++ } END { print n + 0 }' "$rows")
+exit $((bad > 0 ? 1 : 0))
