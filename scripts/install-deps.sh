@@ -23,7 +23,7 @@ packages=(
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy
   # utilities the scripts call
-  util-linux procps
+  util-linux procps xz-utils
 )
 
 missing=()
