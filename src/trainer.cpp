@@ -1,7 +1,7 @@
 // Training entry point: checks that the ranks agree, picks the backend and
 // runs the loop of trainer_impl.h on it: the CPU backend in fp32, or (built
-// with CUDA) the CUDA backend in fp16-mixed on the GPU local_rank % visible
-// GPUs, with NCCL bootstrapped over MPI for the gradient all-reduce.
+// with CUDA) the CUDA backend in fp16-mixed on the GPU select_cuda_device
+// picks, with NCCL bootstrapped over MPI for the gradient all-reduce.
 #include "src/trainer.h"
 
 #include <iostream>

@@ -13,6 +13,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
+#include "mpi/collectives.h"
 #include "mpi/cuda/nccl_check.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
@@ -40,21 +41,21 @@ bool poll_until(const std::function<bool()>& poll, double seconds) {
 
 }  // namespace
 
-int cuda_device_for_rank(int local_rank, int local_size, int device_count,
-                         const std::string& node) {
-  MPIASR_CHECK(local_rank >= 0 && local_rank < local_size,
-               "local rank " << local_rank << " of " << local_size);
-  if (device_count < 1) {
-    MPIASR_FAIL(ExitCode::kUsage, node << " has no CUDA device for local rank " << local_rank);
+int cuda_device_for_rank(int local_rank, int visible_devices, const std::string& rank) {
+  MPIASR_CHECK(local_rank >= 0, "local rank " << local_rank);
+  if (visible_devices < 1) {
+    MPIASR_FAIL(ExitCode::kUsage, rank << " sees no CUDA device");
   }
-  if (local_size > device_count) {
-    MPIASR_FAIL(ExitCode::kUsage, node << " runs " << local_size << " ranks but has "
-                                       << device_count << " visible CUDA devices; start at most "
-                                       << device_count
-                                       << " ranks per node (one GPU per rank) or train on the "
-                                          "CPU (training.device = cpu)");
+  return visible_devices == 1 ? 0 : local_rank % visible_devices;
+}
+
+std::optional<std::pair<int, int>> first_shared_device(const std::vector<std::string>& bus_ids) {
+  for (size_t b = 1; b < bus_ids.size(); ++b) {
+    for (size_t a = 0; a < b; ++a) {
+      if (bus_ids[a] == bus_ids[b]) return std::make_pair(int(a), int(b));
+    }
   }
-  return local_rank % device_count;
+  return std::nullopt;
 }
 
 int select_cuda_device(const Context& ctx) {
@@ -63,10 +64,38 @@ int select_cuda_device(const Context& ctx) {
     MPIASR_FAIL(ExitCode::kUsage, ctx.rank_name(ctx.world_rank())
                                       << ": no CUDA device: " << devices.error);
   }
-  const int device = cuda_device_for_rank(ctx.local_rank(), ctx.local_size(), devices.count,
-                                          ctx.node_name(ctx.node_index()));
+  const int device =
+      cuda_device_for_rank(ctx.local_rank(), devices.count, ctx.rank_name(ctx.world_rank()));
   CUDA_CHECK(cudaSetDevice(device));
-  return device;
+
+  // "0000:3b:00.0": 13 characters with the terminator; the rest stays zero.
+  constexpr int kBusIdChars = 32;
+  char bus_id[kBusIdChars] = {};
+  CUDA_CHECK(cudaDeviceGetPCIBusId(bus_id, kBusIdChars - 1, device));
+  std::vector<char> gathered(size_t(ctx.local_size()) * kBusIdChars);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Iallgather(bus_id, kBusIdChars, MPI_CHAR, gathered.data(), kBusIdChars, MPI_CHAR,
+                           ctx.node_comm(), &request));
+  wait_or_abort(ctx, request, "GPU bus id exchange");
+  std::vector<std::string> bus_ids;
+  for (int rank = 0; rank < ctx.local_size(); ++rank) {
+    bus_ids.emplace_back(gathered.data() + size_t(rank) * kBusIdChars);
+  }
+  const std::optional<std::pair<int, int>> shared = first_shared_device(bus_ids);
+  const int failing = first_failing_rank(ctx, shared.has_value(), "GPU assignment check");
+  if (failing < 0) return device;
+  std::ostringstream message;
+  message << ctx.node_name(ctx.node_of(failing)) << ": ";
+  if (shared) {
+    message << "local ranks " << shared->first << " and " << shared->second
+            << " would share the GPU at PCI " << bus_ids[size_t(shared->first)] << " (rank "
+            << ctx.world_rank() << " sees " << devices.count << " devices)";
+  } else {
+    message << "two ranks would share a GPU (the ranks of that node name them)";
+  }
+  message << "; run at most one rank per GPU of a node (e.g. srun --gpus-per-task=1), or train "
+             "on the CPU (training.device = cpu)";
+  throw CollectiveError(ExitCode::kUsage, message.str());
 }
 
 ncclUniqueId broadcast_nccl_unique_id(const Context& ctx, MPI_Comm comm) {

@@ -1,8 +1,11 @@
 // NCCL bootstrapped over MPI (DESIGN.md, invariant 2).
 //
-//   device     cuda_device_for_rank: local rank % visible devices, and a clear
-//              error when a node runs more ranks than it has devices (two ranks
-//              on one GPU would share it silently and NCCL rejects that)
+//   device     cuda_device_for_rank: the one device a rank sees (Slurm's
+//              --gpus-per-task=1 gives each rank its own), else local rank %
+//              visible devices; then the ranks of a node compare the PCI bus
+//              ids of their devices (all-gathered over the node communicator)
+//              and stop with a clear error only when two picked the same GPU
+//              (they would share it silently, and NCCL rejects that)
 //   unique id  rank 0 of the MPI communicator calls ncclGetUniqueId (no GPU
 //              needed) and MPI_Bcast carries the 128 bytes to the others
 //   join       every rank calls ncclCommInitRankConfig with its rank in that
@@ -24,18 +27,29 @@
 #include <nccl.h>
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mpi/context.h"
 
 namespace mpiasr::mpi {
 
-// The device of local rank `local_rank` of `local_size` on a node with
-// `device_count` visible devices; `node` names the node in the error.
-int cuda_device_for_rank(int local_rank, int local_size, int device_count, const std::string& node);
+// The device of a rank that sees `visible_devices` devices: the only one when
+// it sees exactly one, otherwise local_rank % visible_devices. Throws
+// Error(kUsage) naming `rank` when it sees none.
+int cuda_device_for_rank(int local_rank, int visible_devices, const std::string& rank);
 
-// Picks this rank's device (cuda_device_for_rank over cudaGetDeviceCount) and
-// makes it current. Throws Error naming the rank when there is no device.
+// The first pair of local ranks (a < b) whose devices have the same PCI bus
+// id (bus_ids[local rank]), or nullopt when every rank has its own device.
+std::optional<std::pair<int, int>> first_shared_device(const std::vector<std::string>& bus_ids);
+
+// Picks this rank's device (cuda_device_for_rank over cudaGetDeviceCount),
+// makes it current and checks that no two ranks of a node picked the same GPU
+// (collective over the world: every rank throws CollectiveError(kUsage)
+// naming the node, the local ranks and the bus id when any node has such a
+// pair). Throws Error naming the rank when it sees no device.
 int select_cuda_device(const Context& ctx);
 
 // Rank 0 of `comm` makes the id, every rank of `comm` returns it (collective).

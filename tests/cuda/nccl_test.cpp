@@ -11,7 +11,10 @@
 #include <mpi.h>
 
 #include <cstring>
+#include <optional>
 #include <random>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
@@ -25,23 +28,46 @@ namespace mpiasr::mpi {
 namespace {
 
 TEST(NcclBootstrap, DeviceIsLocalRankModuloDevices) {
-  EXPECT_EQ(cuda_device_for_rank(0, 1, 1, "node 0"), 0);
-  EXPECT_EQ(cuda_device_for_rank(3, 4, 8, "node 0"), 3);
-  EXPECT_EQ(cuda_device_for_rank(1, 2, 2, "node 0"), 1);
+  EXPECT_EQ(cuda_device_for_rank(0, 8, "rank 0"), 0);
+  EXPECT_EQ(cuda_device_for_rank(3, 8, "rank 3"), 3);
+  EXPECT_EQ(cuda_device_for_rank(9, 8, "rank 9"), 1);
+  EXPECT_EQ(cuda_device_for_rank(1, 2, "rank 1"), 1);
 }
 
-TEST(NcclBootstrap, MoreRanksThanDevicesIsAClearError) {
+// srun --gpus-per-task=1: every rank of a node sees one device, its own.
+TEST(NcclBootstrap, ARankThatSeesOneDeviceUsesIt) {
+  for (int local_rank = 0; local_rank < 8; ++local_rank) {
+    EXPECT_EQ(cuda_device_for_rank(local_rank, 1, "rank"), 0) << local_rank;
+  }
+}
+
+TEST(NcclBootstrap, NoVisibleDeviceIsAClearError) {
   try {
-    cuda_device_for_rank(2, 3, 2, "node 1 (nodeB)");
+    cuda_device_for_rank(2, 0, "rank 6 (nodeB)");
     FAIL() << "no error";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_NE(std::string(e.what()).find("node 1 (nodeB) runs 3 ranks but has 2 visible CUDA "
-                                         "devices"),
-              std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("rank 6 (nodeB) sees no CUDA device"), std::string::npos)
         << e.what();
   }
-  EXPECT_THROW(cuda_device_for_rank(0, 1, 0, "node 0"), Error);
+}
+
+// Only the same bus id twice on a node is a conflict, wherever the pair is.
+TEST(NcclBootstrap, SharedDeviceIsFoundByBusId) {
+  using Pair = std::optional<std::pair<int, int>>;
+  EXPECT_EQ(first_shared_device({}), Pair());
+  EXPECT_EQ(first_shared_device({"0000:3b:00.0"}), Pair());
+  EXPECT_EQ(first_shared_device({"0000:3b:00.0", "0000:5e:00.0", "0000:86:00.0"}), Pair());
+  EXPECT_EQ(first_shared_device({"0000:3b:00.0", "0000:5e:00.0", "0000:3b:00.0"}), Pair({0, 2}));
+  EXPECT_EQ(first_shared_device({"a", "b", "c", "c", "a"}), Pair({2, 3}));
+  // Eight ranks of one node each seeing the 8 GPUs (local rank % 8): distinct;
+  // a ninth rank wraps around onto the first rank's GPU.
+  std::vector<std::string> ids;
+  for (int rank = 0; rank < 9; ++rank) {
+    ids.push_back("0000:" + std::to_string(cuda_device_for_rank(rank, 8, "rank")) + ":00.0");
+  }
+  EXPECT_EQ(first_shared_device(std::vector<std::string>(ids.begin(), ids.end() - 1)), Pair());
+  EXPECT_EQ(first_shared_device(ids), Pair({0, 8}));
 }
 
 // ncclGetUniqueId needs no GPU: rank 0 makes the id, every rank ends with its bytes.

@@ -2,9 +2,10 @@
 # NCCL bootstrapped over MPI on real GPUs: nccl_test under mpirun with one rank
 # per visible GPU (unique id from rank 0 over MPI_Bcast, world and node
 # communicators, the bucketed gradient all-reduce), then one rank more than
-# there are GPUs, which must stop every rank with the clear "more ranks than
-# devices" message instead of sharing a GPU. Without a GPU it prints SKIP and
-# passes: the parts that need none run in the nccl_test ctest entries.
+# there are GPUs, which must stop every rank with a clear message naming the
+# two local ranks that would share a GPU and its PCI bus id. Without a GPU it
+# prints SKIP and passes: the parts that need none run in the nccl_test ctest
+# entries.
 # Usage: bash nccl_gpus.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir="$(cd "$1" && pwd)"
@@ -38,9 +39,9 @@ if output=$(mpirun -np "$ranks" --oversubscribe "$build_dir/nccl_test" --gtest_b
   echo "FAIL: $ranks ranks on $gpus GPU(s) did not fail"
   exit 1
 fi
-if ! grep -q "runs $ranks ranks but has $gpus visible CUDA devices" <<< "$output"; then
+if ! grep -q "local ranks 0 and $gpus would share the GPU at PCI" <<< "$output"; then
   echo "$output"
-  echo "FAIL: the error does not name the ranks and devices of the node"
+  echo "FAIL: the error does not name the two ranks that would share a GPU"
   exit 1
 fi
 echo "nccl_gpus: all passed"
