@@ -125,6 +125,7 @@ NcclCommunicator NcclCommunicator::create(const Context& ctx, MPI_Comm comm,
 
 NcclCommunicator::NcclCommunicator(NcclCommunicator&& other) noexcept
     : ctx_(other.ctx_),
+      unwind_(other.unwind_),
       name_(std::move(other.name_)),
       rank_(other.rank_),
       size_(other.size_),
@@ -132,6 +133,7 @@ NcclCommunicator::NcclCommunicator(NcclCommunicator&& other) noexcept
 
 NcclCommunicator& NcclCommunicator::operator=(NcclCommunicator&& other) noexcept {
   std::swap(ctx_, other.ctx_);
+  std::swap(unwind_, other.unwind_);
   std::swap(name_, other.name_);
   std::swap(rank_, other.rank_);
   std::swap(size_, other.size_);
@@ -141,6 +143,11 @@ NcclCommunicator& NcclCommunicator::operator=(NcclCommunicator&& other) noexcept
 
 NcclCommunicator::~NcclCommunicator() {
   if (!comm_) return;
+  if (unwind_.unwinding()) {
+    // This rank is failing: its peers may never join a finalize.
+    (void)ncclCommAbort(comm_);
+    return;
+  }
   // Finalize flushes outstanding work; a communicator that cannot finish it
   // in time (a peer is gone) is aborted instead. Destructors do not throw.
   ncclResult_t state = ncclCommFinalize(comm_);

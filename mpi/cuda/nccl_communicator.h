@@ -14,7 +14,11 @@
 // The world communicator spans MPI_COMM_WORLD; the node communicator the ranks
 // of the node (Context::node_comm()), made the same way.
 //
-// NcclCommunicator owns the handle (RAII). Every NCCL call on it goes through
+// NcclCommunicator owns the handle (RAII). Its destructor finalizes it (waits
+// for the peers, up to the context's timeout) at a normal end of scope, and
+// aborts it at once while an exception unwinds the stack (UnwindDetector):
+// a rank that throws must not wait for peers that will never join.
+// Every NCCL call on it goes through
 // complete(), which waits out ncclInProgress (non-blocking communicators may
 // return it from any call). On an NCCL error, or when a wait passes the
 // context's timeout, the communicator is aborted (ncclCommAbort, so no kernel
@@ -33,6 +37,7 @@
 #include <vector>
 
 #include "mpi/context.h"
+#include "src/base/error.h"
 
 namespace mpiasr::mpi {
 
@@ -85,6 +90,7 @@ class NcclCommunicator {
   [[noreturn]] void abort_job(const std::string& reason, const char* op);
 
   const Context* ctx_ = nullptr;
+  UnwindDetector unwind_;
   std::string name_;
   int rank_ = 0, size_ = 1;
   ncclComm_t comm_ = nullptr;

@@ -7,6 +7,7 @@
 // the project, and every layer may include it.
 #pragma once
 
+#include <exception>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,19 @@ class Error : public std::runtime_error {
 
  private:
   ExitCode code_;
+};
+
+// Tells a destructor whether it runs because an exception is leaving its
+// scope (stack unwinding) rather than at a normal end of scope: more
+// exceptions are in flight than when the owner was made. An owner of a
+// handle that peers must join to close cleanly (an NCCL communicator) closes
+// it at once instead while unwinding, since the peers may never join.
+class UnwindDetector {
+ public:
+  bool unwinding() const { return std::uncaught_exceptions() > in_flight_at_creation_; }
+
+ private:
+  int in_flight_at_creation_ = std::uncaught_exceptions();
 };
 
 namespace detail {
