@@ -271,6 +271,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(training, threads),
       MPIASR_KEY(training, zero_infinity),
       MPIASR_KEY(training, log_every),
+      MPIASR_KEY(training, gpu_reserve_mb),
       MPIASR_KEY(validation, every_steps),
       MPIASR_KEY(checkpoint, dir),
       MPIASR_KEY(checkpoint, every_steps),
@@ -575,6 +576,8 @@ void check_config(const Config& c) {
   require(c.training.threads >= 0, "training.threads", c.training.threads,
           "must be >= 0 (0 = automatic)");
   require(c.training.log_every >= 1, "training.log_every", c.training.log_every, "must be >= 1");
+  require(c.training.gpu_reserve_mb >= 0, "training.gpu_reserve_mb", c.training.gpu_reserve_mb,
+          "must be >= 0");
   require(c.validation.every_steps >= 0, "validation.every_steps", c.validation.every_steps,
           "must be >= 0 (0 = at the end of each epoch only)");
   require(c.checkpoint.every_steps >= 0, "checkpoint.every_steps", c.checkpoint.every_steps,

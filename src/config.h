@@ -175,6 +175,9 @@ struct TrainingConfig {
   int threads = 0;            // CPU threads per rank; 0 = cores of the node / ranks on the node
   bool zero_infinity = true;  // CTC: zero the loss of impossible alignments
   int log_every = 50;         // steps between progress lines
+  // GPU memory (MiB) left free beside the CUDA backend's arena, which takes
+  // the rest, for the CUDA context, NCCL's buffers and cuBLAS.
+  double gpu_reserve_mb = 3072;
 
   bool operator==(const TrainingConfig&) const = default;
 };

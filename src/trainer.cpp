@@ -52,7 +52,8 @@ TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& 
   config.training.device = DeviceType::kCuda;
   config.precision.mode = Precision::kFp16Mixed;
   const int device = mpi::select_cuda_device(ctx);
-  CudaBackend backend(CudaBackendOptions{.device = device});
+  CudaBackend backend(CudaBackendOptions{
+      .device = device, .reserve_bytes = size_t(config.training.gpu_reserve_mb * (1 << 20))});
   out << "backend: " << backend.name() << " per rank, fp16-mixed\n";
 
   std::optional<mpi::NcclCommunicator> nccl;

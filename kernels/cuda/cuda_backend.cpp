@@ -38,11 +38,10 @@ int use_device(int device) {
   return device;
 }
 
-size_t default_arena_bytes() {
+size_t default_arena_bytes(size_t reserve_bytes) {
   size_t free_bytes = 0, total_bytes = 0;
   CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return free_bytes > 2 * CudaBackend::kArenaHeadroom ? free_bytes - CudaBackend::kArenaHeadroom
-                                                      : free_bytes / 2;
+  return DeviceArena::capacity_for(free_bytes, reserve_bytes);
 }
 
 // The host layout of the CTC arguments: arrays packed at 8-byte aligned offsets.
@@ -68,8 +67,8 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
     : device_(use_device(options.device)),
       conv2d_column_budget_(options.conv2d_column_budget),
       info_(cuda_device_info(device_)) {
-  arena_ = std::make_unique<DeviceArena>(options.arena_bytes > 0 ? options.arena_bytes
-                                                                 : default_arena_bytes());
+  arena_ = std::make_unique<DeviceArena>(
+      options.arena_bytes > 0 ? options.arena_bytes : default_arena_bytes(options.reserve_bytes));
   // cublasSetStream resets the workspace, so the stream is set first.
   CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
   cublas_workspace_ = arena_->allocate(kCublasWorkspace);

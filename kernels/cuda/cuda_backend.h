@@ -5,8 +5,8 @@
 // ctc_loss, sum_squares, has_nonfinite) wait for it.
 //
 // Memory: all device memory comes from one DeviceArena reserved at
-// construction (default: the device's free memory less kArenaHeadroom, which
-// stays free for the CUDA context, NCCL's buffers and cuBLAS). alloc() carves
+// construction (default: the device's free memory less reserve_bytes, which
+// stay free for the CUDA context, NCCL's buffers and cuBLAS). alloc() carves
 // it; the backend's own scratch (bias-gradient partials, im2col matrices, RoPE
 // tables, uploaded lengths and CTC arguments, the cuBLAS workspace) are arena
 // buffers that grow on the first batches of a new shape and are reused after,
@@ -36,7 +36,9 @@ namespace mpiasr {
 
 struct CudaBackendOptions {
   int device = 0;
-  size_t arena_bytes = 0;  // 0: the device's free memory less kArenaHeadroom
+  size_t arena_bytes = 0;  // 0: the device's free memory less reserve_bytes
+  // Left free beside the arena (training.gpu_reserve_mb).
+  size_t reserve_bytes = size_t(3) << 30;
   // Elements of the im2col matrix of one Conv2d chunk: memory against fewer,
   // larger GEMMs (kernels/cuda/conv2d.h).
   size_t conv2d_column_budget = size_t(1) << 26;
@@ -44,7 +46,6 @@ struct CudaBackendOptions {
 
 class CudaBackend : public Backend<__half, float> {
  public:
-  static constexpr size_t kArenaHeadroom = size_t(3) << 30;
   static constexpr size_t kCublasWorkspace = size_t(32) << 20;
 
   explicit CudaBackend(const CudaBackendOptions& options = {});

@@ -36,6 +36,17 @@ DeviceArena::DeviceArena(size_t capacity) : allocator_(capacity) {
   set_usable(base_, allocator_.capacity(), false);
 }
 
+size_t DeviceArena::capacity_for(size_t free_bytes, size_t reserve_bytes) {
+  if (free_bytes <= reserve_bytes) {
+    constexpr double kMiB = 1 << 20;
+    MPIASR_FAIL(ExitCode::kUsage,
+                "the GPU has " << free_bytes / kMiB << " MiB free and " << reserve_bytes / kMiB
+                               << " MiB are to stay free for the CUDA context, NCCL and cuBLAS "
+                                  "(training.gpu_reserve_mb): nothing is left for the arena");
+  }
+  return free_bytes - reserve_bytes;
+}
+
 DeviceArena::~DeviceArena() {
   if (!base_) return;
   set_usable(base_, allocator_.capacity(), true);

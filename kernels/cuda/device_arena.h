@@ -16,6 +16,11 @@ class DeviceArena {
  public:
   // Reserves `capacity` bytes on the current device.
   explicit DeviceArena(size_t capacity);
+
+  // The capacity that leaves `reserve_bytes` of a device's `free_bytes` free
+  // for the CUDA context, NCCL's buffers and cuBLAS: the difference. Throws
+  // Error(kUsage) when nothing would be left for the arena.
+  static size_t capacity_for(size_t free_bytes, size_t reserve_bytes);
   ~DeviceArena();
   DeviceArena(const DeviceArena&) = delete;
   DeviceArena& operator=(const DeviceArena&) = delete;
