@@ -7,8 +7,9 @@
 // never influence valid frames, losses or gradients. The loss of utterance b
 // is its CTC negative log-likelihood; the gradient written is
 //   grad += loss_scale / loss_divisor * d (sum_b loss_b) / d theta
-// so summing over ranks and micro-batches and dividing by the global token
-// count (loss_divisor) gives the gradient of the token-averaged loss.
+// The trainer passes loss_divisor 1 and divides the gradient summed over
+// ranks and micro-batches by the global token count when it unscales it
+// (src/trainer.h), which gives the gradient of the token-averaged loss.
 //
 // Parameters are registered in forward order (subsampling, blocks, head), so
 // backward finishes them from the end of the flat buffer to its start: the
@@ -46,7 +47,7 @@ class Conformer {
 
   // Forward + backward on one batch; weight gradients ACCUMULATE into
   // params().grad. Each utterance's gradient is scaled by
-  // loss_scale / loss_divisor (loss_divisor = global target-token count).
+  // loss_scale / loss_divisor.
   // Infeasible utterances (fewer output frames than the CTC alignment needs)
   // get loss 0 and zero gradient if zero_infinity, else the step throws an
   // Error naming them. Returns the per-utterance losses (unscaled NLL).

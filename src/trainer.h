@@ -5,10 +5,14 @@
 //   take training.accumulation micro-batches from the loader (this rank's
 //   batches of the epoch, from the sampler)  ->  all-reduce their target-token
 //   count (invariant 4: the loss divisor of every rank)  ->  forward + backward
-//   of each micro-batch, gradients accumulating; during the last backward the
-//   GradientReducer sums them over ranks bucket by bucket  ->  global gradient
-//   norm (the same on every rank)  ->  loss scaler decision  ->  clip  ->
-//   AdamW with the schedule's LR for this step.
+//   of each micro-batch with the loss scale, gradients of the summed loss
+//   accumulating; during the last backward the GradientReducer sums them over
+//   ranks bucket by bucket  ->  global gradient norm (the same on every rank)
+//   ->  loss scaler decision  ->  clip  ->  AdamW with the schedule's LR for
+//   this step. The gradient is divided by the loss scale and the token count
+//   together, when it is unscaled (norm and AdamW), not before backward: in
+//   fp16 a gradient divided by the global token count shrinks with the number
+//   of ranks, and small ones would fall into fp16's subnormals.
 // Validation (loss, CER, WER summed over ranks) every validation.every_steps,
 // at the end of each epoch and of training; the best validation CER is kept
 // as the checkpoint root's `best`. Checkpoints every checkpoint.every_steps,

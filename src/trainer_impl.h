@@ -425,7 +425,7 @@ bool Trainer<Act, Acc>::train_step() {
       };
     }
     const std::vector<double> losses = model_->forward_backward(
-        model_input(batch), loss_divisor, loss_scale, config_.training.zero_infinity,
+        model_input(batch), 1.0, loss_scale, config_.training.zero_infinity,
         trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
         on_grads_ready);
     for (int b = 0; b < batch.batch_size; ++b) {
@@ -441,7 +441,10 @@ bool Trainer<Act, Acc>::train_step() {
     interval_.comm_wait += std::chrono::duration<double>(Clock::now() - wait_begin).count();
   }
 
-  const double grad_norm = optimizer_->global_grad_norm(1.0f / loss_scale);
+  // The gradient is loss_scale times that of the summed loss: one factor
+  // unscales it and makes it the gradient of the token-averaged loss.
+  const float unscale = float(1.0 / (double(loss_scale) * loss_divisor));
+  const double grad_norm = optimizer_->global_grad_norm(unscale);
   const bool finite = std::isfinite(grad_norm);
   if (scaler_->update(!finite)) {
     if (!finite) {
@@ -452,7 +455,7 @@ bool Trainer<Act, Acc>::train_step() {
     }
     if (config_.optimizer.clip_norm > 0) optimizer_->clip(config_.optimizer.clip_norm, grad_norm);
     state_.lr = schedule_->lr_at(int(state_.optimizer_step + 1));
-    optimizer_->step(float(state_.lr), 1.0f / loss_scale);
+    optimizer_->step(float(state_.lr), unscale);
     ++state_.optimizer_step;
     interval_.grad_norm += grad_norm;
   } else {

@@ -70,11 +70,12 @@ bool train_step(Conformer<__half, float>& model, Optimizer<__half, float>& optim
                 LossScaler& scaler, const HostBatch& batch, uint64_t step) {
   optimizer.zero_grad();
   const float scale = scaler.scale();
-  model.forward_backward(batch, double(kBatch) * kTokens, scale, true, step);
-  const double norm = optimizer.global_grad_norm(1.0f / scale);
+  model.forward_backward(batch, 1.0, scale, true, step);
+  const float unscale = float(1.0 / (double(scale) * kBatch * kTokens));
+  const double norm = optimizer.global_grad_norm(unscale);
   if (!scaler.update(!std::isfinite(norm))) return false;
   optimizer.clip(5.0, norm);
-  optimizer.step(1e-4f, 1.0f / scale);
+  optimizer.step(1e-4f, unscale);
   return true;
 }
 

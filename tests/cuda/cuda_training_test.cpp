@@ -1,7 +1,9 @@
 // One full training step of the `tiny` Conformer on the GPU (fp16
-// activations, fp32 masters, loss scale 1024) against the same step on the
-// CPU backend in fp32: the same initial weights, the same batch and dropout
-// masks (Philox is shared), so the only differences are fp16 rounding.
+// activations, fp32 masters, loss scale 1024, the token count divided in when
+// the gradient is unscaled, as the trainer does) against the same step on the
+// CPU backend in fp32 (divided before backward): the same initial weights,
+// the same batch and dropout masks (Philox is shared), so the only
+// differences are fp16 rounding.
 // Tolerance 1e-2 relative (fp16-mixed): losses, the whole gradient (L2 norm
 // of the difference over the norm), each larger tensor's gradient at 5e-2,
 // the log-probabilities of inference; after one AdamW step the masters move by
@@ -90,7 +92,7 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
   const std::vector<double> cpu_losses =
       cpu_model.forward_backward(batch, tokens, 1.0f, false, dropout_seed);
   const std::vector<double> gpu_losses =
-      gpu_model.forward_backward(batch, tokens, kLossScale, false, dropout_seed);
+      gpu_model.forward_backward(batch, 1.0, kLossScale, false, dropout_seed);
   double worst_loss = 0.0;
   for (size_t b = 0; b < cpu_losses.size(); ++b) {
     EXPECT_NEAR(gpu_losses[b], cpu_losses[b], 1e-2 * cpu_losses[b]) << "utterance " << b;
@@ -100,7 +102,8 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
 
   const std::vector<float> cpu_grad(cpu_params.grad(), cpu_params.grad() + n);
   std::vector<float> gpu_grad = cuda_test::download(gpu, gpu_params.grad(), n);
-  for (float& g : gpu_grad) g /= kLossScale;
+  const float unscale = float(1.0 / (double(kLossScale) * tokens));
+  for (float& g : gpu_grad) g *= unscale;
   const double total = norm(cpu_grad, 0, n);
   ASSERT_GT(total, 0.0);
   const double grad_difference = difference_norm(gpu_grad, cpu_grad, 0, n) / total;
@@ -121,7 +124,7 @@ TEST(CudaTraining, TinyStepMatchesCpu) {
   Optimizer<float, float> cpu_optimizer(cpu_params);
   Optimizer<__half, float> gpu_optimizer(gpu_params);
   cpu_optimizer.step(kLr, 1.0f);
-  gpu_optimizer.step(kLr, 1.0f / kLossScale);
+  gpu_optimizer.step(kLr, unscale);
   const std::vector<float> cpu_master(cpu_params.master(), cpu_params.master() + n);
   const std::vector<float> gpu_master = cuda_test::download(gpu, gpu_params.master(), n);
   size_t far = 0;
