@@ -26,15 +26,20 @@ LossScaler::LossScaler(const LossScalerConfig& config)
   if (config.growth_interval < 1)
     MPIASR_FAIL(ExitCode::kUsage,
                 "loss scaler: growth_interval " << config.growth_interval << " must be >= 1");
+  if (config.max_skips_at_min_scale < 1)
+    MPIASR_FAIL(ExitCode::kUsage, "loss scaler: max_skips_at_min_scale "
+                                      << config.max_skips_at_min_scale << " must be >= 1");
 }
 
 bool LossScaler::update(bool found_nonfinite) {
   if (!config_.enabled) return true;
   if (found_nonfinite) {
+    skips_at_min_scale_ = scale_ <= config_.min_scale ? skips_at_min_scale_ + 1 : 0;
     scale_ = std::max(scale_ * config_.backoff_factor, config_.min_scale);
     growth_tracker_ = 0;
     return false;
   }
+  skips_at_min_scale_ = 0;
   if (++growth_tracker_ == config_.growth_interval) {
     const float grown = scale_ * config_.growth_factor;
     if (std::isfinite(grown)) scale_ = grown;
@@ -44,7 +49,10 @@ bool LossScaler::update(bool found_nonfinite) {
 }
 
 nlohmann::json LossScaler::state() const {
-  return {{"enabled", config_.enabled}, {"scale", scale_}, {"growth_tracker", growth_tracker_}};
+  return {{"enabled", config_.enabled},
+          {"scale", scale_},
+          {"growth_tracker", growth_tracker_},
+          {"skips_at_min_scale", skips_at_min_scale_}};
 }
 
 void LossScaler::load_state(const nlohmann::json& state) {
@@ -54,7 +62,8 @@ void LossScaler::load_state(const nlohmann::json& state) {
       MPIASR_FAIL(ExitCode::kCheckpoint,
                   "loss scaler state: no \"" << key << "\" in " << state.dump());
   if (!state["enabled"].is_boolean() || !state["scale"].is_number() ||
-      !state["growth_tracker"].is_number_integer())
+      !state["growth_tracker"].is_number_integer() ||
+      (state.contains("skips_at_min_scale") && !state["skips_at_min_scale"].is_number_integer()))
     MPIASR_FAIL(ExitCode::kCheckpoint, "loss scaler state: wrong types in " << state.dump());
   if (!state["enabled"].get<bool>()) return;
   const float scale = state["scale"].get<float>();
@@ -66,8 +75,15 @@ void LossScaler::load_state(const nlohmann::json& state) {
     MPIASR_FAIL(ExitCode::kCheckpoint, "loss scaler state: growth_tracker "
                                            << tracker << " outside [0, " << config_.growth_interval
                                            << ") in " << state.dump());
+  const int skips = state.value("skips_at_min_scale", 0);
+  if (skips < 0 || skips >= config_.max_skips_at_min_scale)
+    MPIASR_FAIL(ExitCode::kCheckpoint, "loss scaler state: skips_at_min_scale "
+                                           << skips << " outside [0, "
+                                           << config_.max_skips_at_min_scale << ") in "
+                                           << state.dump());
   scale_ = scale;
   growth_tracker_ = tracker;
+  skips_at_min_scale_ = skips;
 }
 
 }  // namespace mpiasr

@@ -10,7 +10,10 @@
 //               scale *= growth_factor (kept when that would overflow float)
 // Defaults: start 2^16, growth 2 every 2000 steps, backoff 0.5. min_scale
 // (default 1) is this trainer's addition: GradScaler has no floor, and a
-// scale below 1 would only make fp16 underflow worse.
+// scale below 1 would only make fp16 underflow worse. So is stuck(): after
+// max_skips_at_min_scale steps in a row skipped at the minimum scale (where
+// backing off can no longer help), the gradients overflow at any scale and
+// the trainer stops the run as diverged instead of skipping forever.
 // Disabled (fp32 training): scale() is 1 and update() always applies the step;
 // a non-finite fp32 gradient is divergence, for the trainer to report.
 #pragma once
@@ -26,6 +29,7 @@ struct LossScalerConfig {
   float backoff_factor = 0.5f;
   int growth_interval = 2000;
   float min_scale = 1.0f;
+  int max_skips_at_min_scale = 20;
 };
 
 class LossScaler {
@@ -36,21 +40,29 @@ class LossScaler {
   bool enabled() const { return config_.enabled; }
   // Finite steps since the last change of scale.
   int growth_tracker() const { return growth_tracker_; }
+  // Steps in a row skipped at the minimum scale, and whether there were
+  // max_skips_at_min_scale of them.
+  int skips_at_min_scale() const { return skips_at_min_scale_; }
+  bool stuck() const { return skips_at_min_scale_ >= config_.max_skips_at_min_scale; }
+  const LossScalerConfig& config() const { return config_; }
 
   // Records one step's outcome; returns whether to apply the step.
   bool update(bool found_nonfinite);
 
-  // {"enabled", "scale", "growth_tracker"} for the checkpoint's state.json.
+  // {"enabled", "scale", "growth_tracker", "skips_at_min_scale"} for the
+  // checkpoint's state.json.
   nlohmann::json state() const;
-  // Restores scale and growth_tracker saved by state(); the factors come from
-  // this scaler's config. A disabled scaler ignores the state; an enabled one
-  // given a disabled run's state keeps its initial scale. Bad values throw.
+  // Restores what state() saved (a state without skips_at_min_scale, from
+  // before it was kept, counts 0); the factors come from this scaler's
+  // config. A disabled scaler ignores the state; an enabled one given a
+  // disabled run's state keeps its initial scale. Bad values throw.
   void load_state(const nlohmann::json& state);
 
  private:
   LossScalerConfig config_;
   float scale_;
   int growth_tracker_ = 0;
+  int skips_at_min_scale_ = 0;
 };
 
 }  // namespace mpiasr

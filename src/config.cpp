@@ -262,6 +262,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(precision, mode),
       MPIASR_KEY(precision, init_scale),
       MPIASR_KEY(precision, growth_interval),
+      MPIASR_KEY(precision, max_skips_at_min_scale),
       MPIASR_KEY(training, device),
       MPIASR_KEY(training, epochs),
       MPIASR_KEY(training, max_steps),
@@ -564,6 +565,8 @@ void check_config(const Config& c) {
           "must be positive");
   require(c.precision.growth_interval >= 1, "precision.growth_interval",
           c.precision.growth_interval, "must be >= 1");
+  require(c.precision.max_skips_at_min_scale >= 1, "precision.max_skips_at_min_scale",
+          c.precision.max_skips_at_min_scale, "must be >= 1");
   require(c.training.device != DeviceType::kCpu || c.precision.mode != Precision::kFp16Mixed,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
   require(c.training.epochs >= 1, "training.epochs", c.training.epochs, "must be >= 1");

@@ -159,6 +159,9 @@ struct PrecisionConfig {
   Precision mode = Precision::kAuto;
   double init_scale = 65536;
   int growth_interval = 2000;  // finite steps before the scale doubles
+  // Steps in a row skipped for non-finite gradients at the minimum scale (1)
+  // after which training stops as diverged (exit code 6).
+  int max_skips_at_min_scale = 20;
 
   bool operator==(const PrecisionConfig&) const = default;
 };

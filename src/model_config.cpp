@@ -36,6 +36,7 @@ LossScalerConfig loss_scaler_config(const Config& config) {
   scaler.enabled = config.precision.mode == Precision::kFp16Mixed;
   scaler.init_scale = float(config.precision.init_scale);
   scaler.growth_interval = config.precision.growth_interval;
+  scaler.max_skips_at_min_scale = config.precision.max_skips_at_min_scale;
   return scaler;
 }
 

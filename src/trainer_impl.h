@@ -461,6 +461,17 @@ bool Trainer<Act, Acc>::train_step() {
   } else {
     log_ << "step " << state_.step + 1 << ": non-finite gradient, step skipped, loss scale now "
          << scaler_->scale() << "\n";
+    if (scaler_->stuck()) {
+      MPIASR_FAIL(ExitCode::kNonFinite,
+                  "step " << state_.step + 1 << ": the last " << scaler_->skips_at_min_scale()
+                          << " steps were all skipped, their gradients not finite even at the "
+                             "minimum loss scale "
+                          << scaler_->config().min_scale
+                          << ": training diverged (precision.max_skips_at_min_scale = "
+                          << config_.precision.max_skips_at_min_scale
+                          << " such steps stop it; lower optimizer.lr or raise "
+                             "schedule.warmup_steps)");
+    }
   }
   state_.scaler = scaler_->state();
 

@@ -164,6 +164,8 @@ TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--model.d_model=100", "--model.n_heads=3"}),
                   "multiple of model.n_heads");
   EXPECT_CONTAINS(override_error({"--checkpoint.keep_last=0"}), "checkpoint.keep_last");
+  EXPECT_CONTAINS(override_error({"--precision.max_skips_at_min_scale=0"}),
+                  "config key 'precision.max_skips_at_min_scale' = 0");
   EXPECT_CONTAINS(override_error({"--training.gpu_reserve_mb=-1"}),
                   "config key 'training.gpu_reserve_mb' = -1");
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=fp16-mixed"}),
@@ -193,6 +195,7 @@ Config unusual_config() {
   c.training.max_steps = 123456789012;
   c.training.max_minutes = 59.5;
   c.training.gpu_reserve_mb = 1536.5;
+  c.precision.max_skips_at_min_scale = 3;
   c.distributed.hierarchical = true;
   c.checkpoint.fs_mode = FsMode::kPerNode;
   c.output.dir = "/tmp/out dir";

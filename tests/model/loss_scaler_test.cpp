@@ -1,5 +1,7 @@
 // Dynamic loss scaling against GradScaler's rules: skip and halve on a
-// non-finite gradient, double after 2000 finite steps in a row, state round trip.
+// non-finite gradient, double after 2000 finite steps in a row, state round
+// trip; and this trainer's floor and stop: stuck after max_skips_at_min_scale
+// skips in a row at the minimum scale.
 #include "model/loss_scaler.h"
 
 #include <gtest/gtest.h>
@@ -62,10 +64,32 @@ TEST(LossScaler, GrowthThatWouldOverflowKeepsTheScale) {
   EXPECT_EQ(scaler.scale(), top);
 }
 
+// Skips count toward stuck() only at the minimum scale, where backing off no
+// longer changes anything; any applied step starts the count over.
+TEST(LossScaler, StuckAfterMaxSkipsInARowAtTheMinimumScale) {
+  LossScaler scaler({.init_scale = 4.0f, .max_skips_at_min_scale = 3});
+  EXPECT_FALSE(scaler.update(true));  // at 4 -> 2
+  EXPECT_FALSE(scaler.update(true));  // at 2 -> 1
+  EXPECT_EQ(scaler.skips_at_min_scale(), 0);
+  EXPECT_FALSE(scaler.update(true));  // at 1
+  EXPECT_FALSE(scaler.update(true));
+  EXPECT_EQ(scaler.skips_at_min_scale(), 2);
+  EXPECT_FALSE(scaler.stuck());
+  EXPECT_TRUE(scaler.update(false));  // applied: the count starts over
+  EXPECT_EQ(scaler.skips_at_min_scale(), 0);
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(scaler.update(true));
+  EXPECT_FALSE(scaler.stuck());
+  EXPECT_FALSE(scaler.update(true));
+  EXPECT_EQ(scaler.skips_at_min_scale(), 3);
+  EXPECT_TRUE(scaler.stuck());
+  EXPECT_EQ(scaler.scale(), 1.0f);
+}
+
 TEST(LossScaler, DisabledIsOneAndNeverSkips) {
   LossScaler scaler({.enabled = false});
   EXPECT_EQ(scaler.scale(), 1.0f);
-  EXPECT_TRUE(scaler.update(true));
+  for (int i = 0; i < 100; ++i) EXPECT_TRUE(scaler.update(true));
+  EXPECT_FALSE(scaler.stuck());
   for (int i = 0; i < 3000; ++i) EXPECT_TRUE(scaler.update(false));
   EXPECT_EQ(scaler.scale(), 1.0f);
 }
@@ -87,6 +111,19 @@ TEST(LossScaler, StateRoundTrip) {
     ASSERT_EQ(resumed.scale(), scaler.scale()) << i;
   }
   EXPECT_EQ(resumed.scale(), 131072.0f);
+
+  // The count of skips at the minimum scale survives too; a state written
+  // before it was kept counts 0.
+  LossScaler low({.init_scale = 1.0f, .max_skips_at_min_scale = 3});
+  low.update(true);
+  low.update(true);
+  LossScaler low_resumed({.init_scale = 1.0f, .max_skips_at_min_scale = 3});
+  low_resumed.load_state(low.state());
+  EXPECT_EQ(low_resumed.skips_at_min_scale(), 2);
+  EXPECT_FALSE(low_resumed.update(true));
+  EXPECT_TRUE(low_resumed.stuck());
+  low_resumed.load_state({{"enabled", true}, {"scale", 1.0}, {"growth_tracker", 0}});
+  EXPECT_EQ(low_resumed.skips_at_min_scale(), 0);
 }
 
 TEST(LossScaler, DisabledStatesAreIgnored) {
@@ -114,6 +151,15 @@ TEST(LossScaler, BadStateThrows) {
             ExitCode::kCheckpoint);
   EXPECT_EQ(code_of({{"enabled", true}, {"scale", "big"}, {"growth_tracker", 0}}),
             ExitCode::kCheckpoint);
+  EXPECT_EQ(
+      code_of(
+          {{"enabled", true}, {"scale", 8.0}, {"growth_tracker", 0}, {"skips_at_min_scale", -1}}),
+      ExitCode::kCheckpoint);
+  EXPECT_EQ(code_of({{"enabled", true},
+                     {"scale", 8.0},
+                     {"growth_tracker", 0},
+                     {"skips_at_min_scale", "many"}}),
+            ExitCode::kCheckpoint);
 }
 
 TEST(LossScaler, BadConfigThrows) {
@@ -121,6 +167,7 @@ TEST(LossScaler, BadConfigThrows) {
   EXPECT_THROW(LossScaler({.growth_factor = 1.0f}), Error);
   EXPECT_THROW(LossScaler({.growth_interval = 0}), Error);
   EXPECT_THROW(LossScaler({.init_scale = 0.5f}), Error);
+  EXPECT_THROW(LossScaler({.max_skips_at_min_scale = 0}), Error);
 }
 
 }  // namespace
