@@ -25,6 +25,23 @@ double fp16_flops_per_sm_clock(int major, int minor) {
 
 }  // namespace
 
+DatasheetPeaks datasheet_peaks(const std::string& name) {
+  // Most specific names first: "H100 PCIe" before "H100".
+  struct Row {
+    const char* name;
+    DatasheetPeaks peaks;
+  };
+  static const Row kTable[] = {
+      {"H200", {989.4, 4800}}, {"H100 PCIe", {756.0, 2000}},      {"H100 NVL", {835.0, 3900}},
+      {"H100", {989.4, 3350}}, {"A100-SXM4-80GB", {312.0, 2039}}, {"A100 80GB PCIe", {312.0, 1935}},
+      {"A100", {312.0, 1555}},
+  };
+  for (const Row& row : kTable) {
+    if (name.find(row.name) != std::string::npos) return row.peaks;
+  }
+  return {};
+}
+
 CudaDeviceCount cuda_device_count() {
   CudaDeviceCount result;
   const cudaError_t status = cudaGetDeviceCount(&result.count);
@@ -48,6 +65,12 @@ CudaDeviceInfo cuda_device_info(int device) {
   info.minor = prop.minor;
   info.sm_count = prop.multiProcessorCount;
   info.total_memory = prop.totalGlobalMem;
+  const DatasheetPeaks datasheet = datasheet_peaks(info.name);
+  if (datasheet.fp16_tflops > 0) {
+    info.peak_fp16_tflops = datasheet.fp16_tflops;
+    info.peak_memory_gbps = datasheet.memory_gbps;
+    return info;
+  }
   const double memory_khz = attribute(cudaDevAttrMemoryClockRate, device);
   const double bus_bits = attribute(cudaDevAttrGlobalMemoryBusWidth, device);
   info.peak_memory_gbps = 2.0 * memory_khz * 1e3 * bus_bits / 8.0 / 1e9;
