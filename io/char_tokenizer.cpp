@@ -131,6 +131,14 @@ std::string CharTokenizer::decode(const std::vector<int>& ids) const {
   return text;
 }
 
+std::string CharTokenizer::piece(int id) const {
+  MPIASR_CHECK(id >= 1 && id < vocab_size(),
+               "token id " << id << " outside [1, " << vocab_size() << ")");
+  std::string text;
+  utf8_append(text, alphabet_[size_t(id - 1)]);
+  return text;
+}
+
 void CharTokenizer::save(const std::string& path) const {
   std::ofstream file(path);
   if (!file) MPIASR_FAIL(ExitCode::kFailure, "cannot write character vocabulary " << path);

@@ -103,6 +103,14 @@ std::string SentencePieceTokenizer::decode(const std::vector<int>& ids) const {
   return text;
 }
 
+std::string SentencePieceTokenizer::piece(int id) const {
+  MPIASR_CHECK(id >= 1 && id < vocab_size(),
+               "token id " << id << " outside [1, " << vocab_size() << ")");
+  const int p = id - 1;
+  if (processor_.IsUnknown(p) || processor_.IsControl(p)) return "";
+  return processor_.IdToPiece(p);
+}
+
 void SentencePieceTokenizer::save(const std::string& path) const {
   std::ofstream file(path, std::ios::binary);
   if (!file) MPIASR_FAIL(ExitCode::kFailure, "cannot write sentencepiece model " << path);

@@ -33,6 +33,7 @@ class SentencePieceTokenizer : public Tokenizer {
 
   std::vector<int> encode(const std::string& text) const override;
   std::string decode(const std::vector<int>& ids) const override;
+  std::string piece(int id) const override;
   int vocab_size() const override { return processor_.GetPieceSize() + 1; }
   void save(const std::string& path) const override;
   std::string kind() const override { return "sentencepiece"; }

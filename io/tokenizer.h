@@ -32,6 +32,10 @@ class Tokenizer {
   virtual std::vector<int> encode(const std::string& text) const = 0;
   // Skips blanks; an id outside [0, vocab_size()) is an error.
   virtual std::string decode(const std::vector<int>& ids) const = 0;
+  // The text of token id in [1, vocab_size()): its character, or its
+  // sentencepiece piece with the U+2581 word-start marker kept; "" for pieces
+  // without text (<unk>, control pieces).
+  virtual std::string piece(int id) const = 0;
   // Number of model outputs, blank included.
   virtual int vocab_size() const = 0;
   virtual void save(const std::string& path) const = 0;

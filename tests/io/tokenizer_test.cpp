@@ -135,6 +135,15 @@ TEST(CharTokenizer, VocabularyIsSortedCodePointsAfterBlank) {
   EXPECT_THROW(tokenizer->decode({-1}), Error);
 }
 
+TEST(CharTokenizer, PiecesAreTheCharacters) {
+  auto tokenizer = CharTokenizer::from_transcripts({"ba c", "\u00e9a"});
+  EXPECT_EQ(tokenizer->piece(1), " ");
+  EXPECT_EQ(tokenizer->piece(2), "a");
+  EXPECT_EQ(tokenizer->piece(5), "\u00e9");
+  EXPECT_THROW(tokenizer->piece(0), Error);
+  EXPECT_THROW(tokenizer->piece(6), Error);
+}
+
 TEST(CharTokenizer, RoundTripsNormalizedText) {
   auto sentences = make_sentences(300, 1);
   auto tokenizer = CharTokenizer::from_transcripts(sentences);
@@ -226,6 +235,25 @@ TEST_P(SentencePiece, TrainsDeterministicallyAndRoundTrips) {
   EXPECT_EQ(loaded->encode(text), tokenizer->encode(text));
   EXPECT_EQ(tokenizer->decode({0, 0}), "");
   EXPECT_THROW(tokenizer->decode({72}), Error);
+}
+
+TEST_P(SentencePiece, PiecesJoinToTheDecodedText) {
+  auto tokenizer = train_tokenizer(make_sentences(300, 2), TokenizerOptions{GetParam(), 72});
+  for (const std::string& sentence : make_sentences(20, 3)) {
+    const std::vector<int> ids = tokenizer->encode(sentence);
+    std::string joined;
+    for (int id : ids) joined += tokenizer->piece(id);
+    // Every word starts with the marker U+2581, which decoding turns into a space.
+    ASSERT_TRUE(joined.starts_with("\u2581")) << joined;
+    std::string spaced;
+    for (size_t i = 0; i < joined.size();) {
+      const bool marker = joined.compare(i, 3, "\u2581") == 0;
+      spaced += marker ? " " : joined.substr(i, 1);
+      i += marker ? 3 : 1;
+    }
+    EXPECT_EQ(spaced.substr(1), tokenizer->decode(ids));
+  }
+  EXPECT_EQ(tokenizer->piece(1), "");  // sentencepiece's <unk>
 }
 
 TEST_P(SentencePiece, CountsAndDropsUnknownCharacters) {
