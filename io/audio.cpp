@@ -48,8 +48,9 @@ int container_for(const std::string& path) {
   if (ext == ".wav") return SF_FORMAT_WAV;
   if (ext == ".flac") return SF_FORMAT_FLAC;
   if (ext == ".ogg" || ext == ".oga") return SF_FORMAT_OGG;
+  if (ext == ".mp3") return SF_FORMAT_MPEG;
   MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': cannot write extension '" << ext
-                                                  << "' (use .wav, .flac or .ogg)");
+                                                  << "' (use .wav, .flac, .ogg or .mp3)");
 }
 
 }  // namespace
@@ -227,6 +228,8 @@ void write_audio(const std::string& path, std::span<const float> interleaved, in
   const int container = container_for(path);
   if (container == SF_FORMAT_OGG) {
     info.format = SF_FORMAT_OGG | SF_FORMAT_VORBIS;
+  } else if (container == SF_FORMAT_MPEG) {
+    info.format = SF_FORMAT_MPEG | SF_FORMAT_MPEG_LAYER_III;
   } else if (encoding == SampleEncoding::kFloat32) {
     MPIASR_CHECK(container == SF_FORMAT_WAV,
                  "write_audio '" << path << "': float samples need .wav");

@@ -44,11 +44,12 @@ std::vector<float> read_audio(const std::string& path, double offset = 0, double
                               int sample_rate = 16000);
 
 // How write_audio stores samples: 16-bit integers or 32-bit floats (WAV only).
-// OGG files are always Vorbis.
+// OGG files are always Vorbis, MP3 files MPEG layer III.
 enum class SampleEncoding { kPcm16, kFloat32 };
 
 // Writes interleaved frames ([frames, channels]) to a file whose container is
-// chosen by the extension: .wav, .flac, .ogg. PCM samples are clipped to [-1, 1].
+// chosen by the extension: .wav, .flac, .ogg, .mp3 (when libsndfile has MPEG
+// support). PCM samples are clipped to [-1, 1].
 void write_audio(const std::string& path, std::span<const float> interleaved, int channels,
                  int sample_rate, SampleEncoding encoding = SampleEncoding::kPcm16);
 

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 namespace {
@@ -156,10 +158,14 @@ Utterance parse_nemo_line(const std::string& line, const fs::path& dir,
   u.transcript = trim(string_field("text"));
   u.offset = seconds_field("offset", 0);
   u.duration = seconds_field("duration", -1);
-  std::ostringstream id;
-  id << written;
-  if (u.offset > 0) id << "@" << u.offset;
-  u.id = id.str();
+  if (object.contains("id")) {
+    u.id = string_field("id");
+  } else {
+    std::ostringstream id;
+    id << written;
+    if (u.offset > 0) id << "@" << u.offset;
+    u.id = id.str();
+  }
   return u;
 }
 
@@ -188,6 +194,26 @@ std::vector<std::string> split_csv_row(const std::string& line) {
   }
   if (in_quotes) throw LineError{"unterminated quoted field"};
   return fields;
+}
+
+// A CSV field, quoted when it holds a comma or a quote ("" inside quotes).
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return quoted + "\"";
+}
+
+// White space runs (tabs, newlines) as one space, ends trimmed.
+std::string one_line(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    const bool space = c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+    if (space && (out.empty() || out.back() == ' ')) continue;
+    out += space ? ' ' : c;
+  }
+  if (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
 }
 
 std::string format_of(const std::string& path, const std::string& option) {
@@ -298,6 +324,41 @@ Manifest read_manifest(const std::string& path, const ManifestOptions& options) 
     }
   }
   return manifest;
+}
+
+void write_manifest(const std::string& path, const std::vector<Utterance>& utterances) {
+  const std::string format = format_of(path, "auto");
+  std::ostringstream out;
+  out << std::setprecision(17);
+  const bool durations = std::all_of(utterances.begin(), utterances.end(),
+                                     [](const Utterance& u) { return u.duration >= 0; });
+  if (format == "speechbrain") out << (durations ? "ID,duration,wav,wrd\n" : "ID,wav,wrd\n");
+  for (const Utterance& u : utterances) {
+    if (format != "nemo" && u.offset > 0) {
+      MPIASR_FAIL(ExitCode::kUsage, "manifest '" << path << "': utterance " << u.id
+                                                 << " is a segment (offset " << u.offset
+                                                 << " s); segments need a NeMo manifest (.jsonl)");
+    }
+    const std::string transcript = one_line(u.transcript);
+    if (format == "tsv") {
+      if (u.audio_path.find_first_of("\t\n") != std::string::npos) {
+        MPIASR_FAIL(ExitCode::kUsage, "manifest '" << path << "': the audio path '" << u.audio_path
+                                                   << "' holds a tab or a newline");
+      }
+      out << u.audio_path << '\t' << transcript << '\n';
+    } else if (format == "nemo") {
+      nlohmann::json line = {{"audio_filepath", u.audio_path}, {"text", transcript}};
+      if (u.duration >= 0) line["duration"] = u.duration;
+      if (u.offset > 0) line["offset"] = u.offset;
+      if (!u.id.empty()) line["id"] = u.id;
+      out << line.dump() << '\n';
+    } else {
+      out << csv_field(u.id.empty() ? u.audio_path : u.id) << ',';
+      if (durations) out << u.duration << ',';
+      out << csv_field(u.audio_path) << ',' << csv_field(transcript) << '\n';
+    }
+  }
+  write_file_atomic(path, out.str(), ExitCode::kFailure);
 }
 
 AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)

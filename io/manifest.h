@@ -3,7 +3,8 @@
 //
 //   tsv          path<TAB>transcript            '#' lines and blank lines are ignored
 //   nemo         one JSON object per line: {"audio_filepath": ..., "text": ...,
-//                "duration": seconds (optional), "offset": seconds (optional)}
+//                "duration": seconds (optional), "offset": seconds (optional),
+//                "id": the utterance's name (optional)}
 //   speechbrain  CSV with a header naming the columns: wav and wrd (needed), ID and
 //                duration in seconds (optional); fields may be "quoted" ("" is a quote
 //                inside a quoted field) but cannot span lines
@@ -72,6 +73,17 @@ struct Manifest {
 };
 
 Manifest read_manifest(const std::string& path, const ManifestOptions& options = {});
+
+// Writes utterances as a manifest in the format of the path's extension, as
+// read_manifest would tell it (.tsv .txt, .json .jsonl, .csv): tsv writes the
+// audio path and the transcript; nemo also the duration (when known), the
+// offset (when not 0) and the id; speechbrain the columns ID, duration, wav,
+// wrd. Segments (an offset or a duration inside a file) need nemo: tsv and
+// speechbrain cannot hold an offset, and throw Error(kUsage) for one. White
+// space runs in transcripts are written as one space. Audio paths are written
+// as they are (make them absolute, or relative to the manifest's folder). The
+// file is written atomically.
+void write_manifest(const std::string& path, const std::vector<Utterance>& utterances);
 
 // Sets the duration of every utterance with duration < 0 from its audio header
 // (file duration minus offset), using and updating the sidecar cache. Throws

@@ -150,7 +150,7 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
                              << report.kept + report.dropped
                              << " entries; fix them or skip bad utterances:" << list.str());
   }
-  if (report.kept == 0) {
+  if (report.kept == 0 && !options.allow_empty) {
     MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << manifest.path << "': no usable utterance\n"
                                                   << report.summary());
   }

@@ -18,7 +18,7 @@
 // Policy: by default any problem throws Error(kBadInput) whose message lists
 // every problem as "file:line: what". With skip_bad, the bad utterances are
 // removed from the manifest and the report says how many and which; a manifest
-// left with no utterance still throws.
+// left with no utterance still throws, unless allow_empty.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +36,7 @@ struct ValidationOptions {
   double max_seconds = 0;                      // 0 = no limit
   std::function<bool(char32_t)> allowed_char;  // empty = every character is allowed
   bool require_transcript = true;              // false: empty transcripts are fine (transcribe)
+  bool allow_empty = false;                    // with skip_bad: no utterance left is no error
   int threads = 0;                             // 0 = one per hardware thread
 };
 

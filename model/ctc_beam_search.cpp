@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <unordered_map>
 
 #include "kernels/cpu/ctc_loss.h"
@@ -272,6 +273,31 @@ std::vector<BeamHypothesis> CtcBeamSearch::search(const float* logprobs, int fra
 
 BeamHypothesis CtcBeamSearch::decode(const float* logprobs, int frames) const {
   return search(logprobs, frames).front();
+}
+
+std::vector<BeamHypothesis> CtcBeamSearch::decode_batch(const float* logprobs,
+                                                        const int32_t* lengths, int B,
+                                                        int T) const {
+  for (int b = 0; b < B; ++b) {
+    MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T, "beam search: utterance "
+                                                         << b << " has length " << lengths[b]
+                                                         << ", outside [0, " << T << "]");
+  }
+  const size_t V = tokens_.size();
+  std::vector<BeamHypothesis> best(size_t(std::max(B, 0)));
+  std::vector<std::exception_ptr> errors(best.size());
+#pragma omp parallel for schedule(dynamic, 1)
+  for (int b = 0; b < B; ++b) {
+    try {
+      best[size_t(b)] = decode(logprobs + size_t(b) * size_t(T) * V, lengths[b]);
+    } catch (...) {
+      errors[size_t(b)] = std::current_exception();
+    }
+  }
+  for (const std::exception_ptr& error : errors) {
+    if (error) std::rethrow_exception(error);
+  }
+  return best;
 }
 
 }  // namespace mpiasr

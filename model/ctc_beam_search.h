@@ -84,6 +84,10 @@ class CtcBeamSearch {
   std::vector<BeamHypothesis> search(const float* logprobs, int frames) const;
   // The best of search().
   BeamHypothesis decode(const float* logprobs, int frames) const;
+  // The best of every utterance of a padded batch logprobs [B, T, V] with
+  // lengths [B] valid frames, utterances decoded in parallel (OpenMP).
+  std::vector<BeamHypothesis> decode_batch(const float* logprobs, const int32_t* lengths, int B,
+                                           int T) const;
 
   const BeamSearchOptions& options() const { return options_; }
 

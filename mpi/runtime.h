@@ -4,7 +4,13 @@
 // started without a launcher becomes a world of size 1.
 #pragma once
 
+#include <string>
+
 namespace mpiasr::mpi {
+
+// The MPI library and the standard it implements, e.g. "Open MPI v4.1.4, ...
+// (MPI 3.1)"; callable before MPI is initialized (MPI_Get_library_version).
+std::string mpi_library_version();
 
 class Runtime {
  public:

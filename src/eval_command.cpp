@@ -1,13 +1,27 @@
 // `mpiasr eval --ckpt DIR --manifest M [--out hyps.tsv]`: CER and WER of a
 // checkpoint on a manifest, and the hypothesis of every utterance.
+//
+// --dump-logprobs FILE writes what the model saw and gave, batch by batch, as
+// safetensors (for checking the model elsewhere, e.g. scripts/pytorch):
+//   batch.K.features [B, T, n_mels] F32   the normalized features, zero-padded
+//   batch.K.frame_lengths [B] I32         valid feature frames
+//   batch.K.logprobs [B, T2, V] F32       log-softmax outputs; frames >= output length are padding
+//   batch.K.output_lengths [B] I32
+//   batch.K.utterances [B] I64            manifest indices
+// and the metadata "utterances": a JSON list, by manifest index, of
+// {"id", "audio", "offset", "duration", "transcript"}.
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 
+#include "io/safetensors.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 #include "src/commands.h"
 #include "src/dataset.h"
+#include "src/decoding.h"
 #include "src/recognizer.h"
 
 namespace mpiasr {
@@ -15,9 +29,64 @@ namespace mpiasr {
 namespace {
 
 struct EvalOptions {
-  std::string checkpoint, manifest, out;
+  std::string checkpoint, manifest, out, dump_logprobs;
   int threads = 0;
   int examples = 3;
+  DecodingOptions decoding;
+};
+
+// The batches of an evaluation, kept for --dump-logprobs.
+class BatchDump {
+ public:
+  explicit BatchDump(int vocab_size) : vocab_size_(vocab_size) {}
+
+  void add(const Batch& batch, const std::vector<float>& logprobs,
+           const std::vector<int32_t>& output_lengths) {
+    const int64_t B = batch.batch_size, T = batch.max_frames, M = batch.n_mels;
+    Entry e;
+    e.features_shape = {B, T, M};
+    e.features.assign(batch.features.data(), batch.features.data() + B * T * M);
+    e.frame_lengths.assign(batch.frame_lengths.data(), batch.frame_lengths.data() + B);
+    e.logprobs_shape = {B, int64_t(logprobs.size()) / (B * vocab_size_), vocab_size_};
+    e.logprobs = logprobs;
+    e.output_lengths = output_lengths;
+    e.utterances.assign(batch.utterance_indices.begin(), batch.utterance_indices.end());
+    batches_.push_back(std::move(e));
+  }
+
+  void write(const std::string& path, const Manifest& manifest) const {
+    std::vector<TensorRef> tensors;
+    for (size_t k = 0; k < batches_.size(); ++k) {
+      const Entry& e = batches_[k];
+      const std::string prefix = "batch." + std::to_string(k) + ".";
+      const int64_t B = e.features_shape[0];
+      tensors.push_back(TensorRef::of(prefix + "features", e.features_shape, e.features.data()));
+      tensors.push_back(TensorRef::of(prefix + "frame_lengths", {B}, e.frame_lengths.data()));
+      tensors.push_back(TensorRef::of(prefix + "logprobs", e.logprobs_shape, e.logprobs.data()));
+      tensors.push_back(TensorRef::of(prefix + "output_lengths", {B}, e.output_lengths.data()));
+      tensors.push_back(TensorRef::of(prefix + "utterances", {B}, e.utterances.data()));
+    }
+    nlohmann::json utterances = nlohmann::json::array();
+    for (const Utterance& u : manifest.utterances) {
+      utterances.push_back({{"id", u.id},
+                            {"audio", u.audio_path},
+                            {"offset", u.offset},
+                            {"duration", u.duration},
+                            {"transcript", u.transcript}});
+    }
+    write_file_atomic(path, serialize_safetensors(tensors, {{"utterances", utterances.dump()}}),
+                      ExitCode::kFailure);
+  }
+
+ private:
+  struct Entry {
+    std::vector<int64_t> features_shape, logprobs_shape;
+    std::vector<float> features, logprobs;
+    std::vector<int32_t> frame_lengths, output_lengths;
+    std::vector<int64_t> utterances;
+  };
+  int64_t vocab_size_;
+  std::vector<Entry> batches_;
 };
 
 // id, reference, hypothesis and the utterance's error counts, one line each.
@@ -43,7 +112,23 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   const Manifest manifest =
       load_dataset(checkpoint.config, options.manifest, "eval", dataset, &log);
   const int threads = options.threads > 0 ? options.threads : ctx.default_threads();
-  const Recognition result = recognize(checkpoint, manifest, ctx, threads, log);
+  const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
+  BatchOutputs outputs;
+  BatchDump dump(checkpoint.tokenizer->vocab_size());
+  if (!options.dump_logprobs.empty()) {
+    if (ctx.world_size() > 1) {
+      MPIASR_FAIL(ExitCode::kUsage,
+                  "--dump-logprobs runs on one process, not " << ctx.world_size());
+    }
+    outputs = [&](const Batch& batch, const std::vector<float>& logprobs,
+                  const std::vector<int32_t>& lengths) { dump.add(batch, logprobs, lengths); };
+  }
+  const Recognition result =
+      recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search(), outputs);
+  if (!options.dump_logprobs.empty()) {
+    dump.write(options.dump_logprobs, manifest);
+    log << "log-probs: " << options.dump_logprobs << "\n";
+  }
   if (!ctx.is_main()) return 0;
 
   const EvaluationTotals& t = result.totals;
@@ -79,7 +164,8 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
 Command add_eval_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "eval",
-      "Decode a manifest with a checkpoint (greedy CTC) and report the loss, the character "
+      "Decode a manifest with a checkpoint (greedy CTC, or beam search with a language model) "
+      "and report the loss, the character "
       "error rate (CER) and the word error rate (WER). Runs on every rank under mpirun.");
   auto options = std::make_shared<EvalOptions>();
   sub->add_option("--ckpt", options->checkpoint,
@@ -95,6 +181,10 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--threads", options->threads, "CPU threads per rank (default: cores / ranks)");
   sub->add_option("--examples", options->examples,
                   "reference/hypothesis pairs to print (default 3)");
+  add_decoding_options(*sub, options->decoding);
+  sub->add_option("--dump-logprobs", options->dump_logprobs,
+                  "write every batch's features, log-probs and lengths to this safetensors file "
+                  "(one process only), e.g. for scripts/pytorch/check_parity.py");
   return {sub, [options](mpi::Context& ctx) { return run_eval(*options, ctx); }};
 }
 

@@ -8,8 +8,8 @@
 // fixed: B <= batching.batch_size). Sorting keeps padding small; nothing is
 // repeated or dropped, so sums over ranks count every utterance once.
 //
-// Per batch: log-probs from Conformer::infer, greedy CTC decoding (white
-// space runs in the text collapsed, ends trimmed), the CTC
+// Per batch: log-probs from Conformer::infer, greedy CTC decoding or the
+// beam search given (white space runs in the text collapsed, ends trimmed), the CTC
 // loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
 // short for their transcript are left out of the loss and counted as
 // infeasible), and CER/WER against the manifest transcript.
@@ -30,6 +30,7 @@
 #include "io/tokenizer.h"
 #include "kernels/cpu/ctc_loss.h"
 #include "model/conformer.h"
+#include "model/ctc_beam_search.h"
 #include "model/ctc_decode.h"
 #include "model/error_rate.h"
 #include "mpi/context.h"
@@ -73,15 +74,20 @@ struct Hypothesis {
 
 // Called after each batch with the utterances done so far on this rank.
 using EvaluationProgress = std::function<void(size_t utterances_done)>;
+// Called with each batch, its log-probs [B, T2, V] and output lengths [B].
+using BatchOutputs = std::function<void(const Batch& batch, const std::vector<float>& logprobs,
+                                        const std::vector<int32_t>& output_lengths)>;
 
-// Decodes `batches` of `manifest` with `model`; loader must be built over the
-// same manifest and tokenizer. Appends each utterance's hypothesis to
-// `hypotheses` when not null.
+// Decodes `batches` of `manifest` with `model`, greedily or with
+// `beam_search` when not null; loader must be built over the same manifest
+// and tokenizer. Appends each utterance's hypothesis to `hypotheses` when not null.
 template <typename Act, typename Acc>
 EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           std::vector<std::vector<size_t>> batches, const Manifest& manifest,
                           const Tokenizer& tokenizer, std::vector<Hypothesis>* hypotheses,
-                          const EvaluationProgress& progress = {}) {
+                          const EvaluationProgress& progress = {},
+                          const CtcBeamSearch* beam_search = nullptr,
+                          const BatchOutputs& outputs = {}) {
   EvaluationTotals totals;
   loader.start_epoch(0, std::move(batches));
   Batch batch;
@@ -96,8 +102,14 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
     losses.resize(size_t(B));
     cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
                         batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);
-    const std::vector<std::vector<int32_t>> decoded =
-        ctc_greedy_decode(logprobs.data(), lengths.data(), B, T2, V);
+    if (outputs) outputs(batch, logprobs, lengths);
+    std::vector<std::vector<int32_t>> decoded;
+    if (beam_search) {
+      for (BeamHypothesis& best : beam_search->decode_batch(logprobs.data(), lengths.data(), B, T2))
+        decoded.push_back(std::move(best.tokens));
+    } else {
+      decoded = ctc_greedy_decode(logprobs.data(), lengths.data(), B, T2, V);
+    }
     for (int b = 0; b < B; ++b) {
       const size_t utterance = batch.utterance_indices[size_t(b)];
       if (std::isfinite(losses[size_t(b)])) {

@@ -16,6 +16,7 @@
 #include "mpi/context.h"
 #include "mpi/runtime.h"
 #include "src/base/error.h"
+#include "src/build_info.h"
 #include "src/commands.h"
 
 namespace {
@@ -64,13 +65,17 @@ int main(int argc, char** argv) {
   use_passive_openmp_waits(argv);
   CLI::App app{"mpiasr: Conformer-CTC speech recognition trained data-parallel over MPI"};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version", [] { return mpiasr::version_text(); },
+      "print the version, the commit and what the build holds (CUDA, MPI, BLAS)");
   app.footer(
       "Run `mpiasr COMMAND --help` for a command's options. Exit codes: 0 success, 1 internal "
       "error, 2 bad command line or config, 3 bad input data, 4 checkpoint problem, 5 "
       "distributed failure, 6 training diverged.");
   const std::vector<mpiasr::Command> commands = {
-      mpiasr::add_prepare_command(app), mpiasr::add_train_command(app),
-      mpiasr::add_eval_command(app), mpiasr::add_transcribe_command(app)};
+      mpiasr::add_import_command(app),     mpiasr::add_prepare_command(app),
+      mpiasr::add_train_command(app),      mpiasr::add_eval_command(app),
+      mpiasr::add_transcribe_command(app), mpiasr::add_lm_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -78,7 +78,8 @@ CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log
 }
 
 Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifest,
-                      const mpi::Context& ctx, int threads, std::ostream& log) {
+                      const mpi::Context& ctx, int threads, std::ostream& log,
+                      const CtcBeamSearch* beam_search, const BatchOutputs& outputs) {
   const Config& config = checkpoint.config;
   FeaturePipeline features(config, FeatureUse::kEvaluation, checkpoint.cmvn_path);
   const std::vector<double> durations = utterance_durations(manifest);
@@ -108,7 +109,7 @@ Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifes
   std::vector<Hypothesis> local;
   Recognition recognition;
   recognition.totals = evaluate(model, loader, std::move(batches), manifest, *checkpoint.tokenizer,
-                                &local, progress);
+                                &local, progress, beam_search, outputs);
   allreduce_totals(ctx, recognition.totals);
   recognition.hypotheses = gather_hypotheses(ctx, std::move(local));
   recognition.seconds = throttle.elapsed();

@@ -44,9 +44,11 @@ struct Recognition {
   double seconds = 0;                  // wall time of the decoding
 };
 
-// Decodes every utterance of `manifest` (collective). Progress lines go to
-// `log` on world rank 0 every few seconds.
+// Decodes every utterance of `manifest` (collective), greedily or with
+// `beam_search` when not null; `outputs`, when set, sees every batch's
+// log-probs. Progress lines go to `log` on world rank 0 every few seconds.
 Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifest,
-                      const mpi::Context& ctx, int threads, std::ostream& log);
+                      const mpi::Context& ctx, int threads, std::ostream& log,
+                      const CtcBeamSearch* beam_search = nullptr, const BatchOutputs& outputs = {});
 
 }  // namespace mpiasr

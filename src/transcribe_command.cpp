@@ -6,6 +6,7 @@
 #include "io/utterance_check.h"
 #include "src/base/error.h"
 #include "src/commands.h"
+#include "src/decoding.h"
 #include "src/recognizer.h"
 
 namespace mpiasr {
@@ -16,6 +17,7 @@ struct TranscribeOptions {
   std::string checkpoint;
   std::vector<std::string> files;
   int threads = 0;
+  DecodingOptions decoding;
 };
 
 int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
@@ -40,7 +42,9 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   validate_manifest(manifest, validation);
 
   const int threads = options.threads > 0 ? options.threads : ctx.default_threads();
-  const Recognition result = recognize(checkpoint, manifest, ctx, threads, log);
+  const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
+  const Recognition result =
+      recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search());
   if (ctx.is_main()) {
     for (const Hypothesis& h : result.hypotheses) {
       std::cout << manifest.utterances[h.utterance].audio_path << '\t' << h.text << '\n';
@@ -64,6 +68,7 @@ Command add_transcribe_command(CLI::App& app) {
       ->required();
   sub->add_option("files", options->files, "audio files")->required();
   sub->add_option("--threads", options->threads, "CPU threads per rank (default: cores / ranks)");
+  add_decoding_options(*sub, options->decoding);
   return {sub, [options](mpi::Context& ctx) { return run_transcribe(*options, ctx); }};
 }
 

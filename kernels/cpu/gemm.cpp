@@ -45,6 +45,12 @@ void scale_matrix(T* C, int M, int N, int ldc, T beta) {
 
 }  // namespace
 
+std::string blas_description() {
+  std::string config = openblas_get_config();
+  while (!config.empty() && config.back() == ' ') config.pop_back();
+  return config + ", core " + openblas_get_corename();
+}
+
 template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,
                const T* B, int ldb, T beta, T* C, int ldc) {

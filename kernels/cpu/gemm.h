@@ -10,8 +10,13 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 namespace mpiasr {
+
+// The BLAS library and the kernel set it runs on this CPU, for `mpiasr
+// --version`: "OpenBLAS 0.3.21 DYNAMIC_ARCH ..., core Zen".
+std::string blas_description();
 
 // One cblas_?gemm call on the calling thread (for use inside parallel regions).
 template <typename T>

@@ -58,6 +58,14 @@ std::optional<std::pair<int, int>> first_shared_device(const std::vector<std::st
   return std::nullopt;
 }
 
+std::string nccl_version() {
+  int version = 0;
+  if (ncclGetVersion(&version) != ncclSuccess) return "unknown";
+  // Since NCCL 2.9: major * 10000 + minor * 100 + patch.
+  return std::to_string(version / 10000) + "." + std::to_string(version / 100 % 100) + "." +
+         std::to_string(version % 100);
+}
+
 int select_cuda_device(const Context& ctx) {
   const CudaDeviceCount devices = cuda_device_count();
   if (devices.count == 0) {

@@ -41,6 +41,9 @@
 
 namespace mpiasr::mpi {
 
+// The NCCL library loaded, e.g. "2.21.5", for `mpiasr --version`.
+std::string nccl_version();
+
 // The device of a rank that sees `visible_devices` devices: the only one when
 // it sees exactly one, otherwise local_rank % visible_devices. Throws
 // Error(kUsage) naming `rank` when it sees none.

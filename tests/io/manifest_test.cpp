@@ -230,6 +230,55 @@ TEST(ReadManifest, FormatFromOptionOrExtension) {
   EXPECT_THROW(read_manifest(dir.file("missing.tsv")), Error);
 }
 
+std::vector<Utterance> sample_utterances(const TempDir& dir) {
+  std::vector<Utterance> utterances(3);
+  utterances[0] = {"u1", dir.file("a b.wav"), "Hello,  \"world\"\tagain", 0, 1.25, 0};
+  utterances[1] = {"u2", dir.file("c.flac"), "second one", 0, 0.5, 0};
+  utterances[2] = {"u,3", dir.file("d.wav"), "third", 0, 2, 0};
+  return utterances;
+}
+
+TEST(WriteManifest, EachFormatReadsBackTheSameUtterances) {
+  TempDir dir;
+  for (const char* name : {"out.tsv", "out.jsonl", "out.csv"}) {
+    const std::vector<Utterance> written = sample_utterances(dir);
+    write_manifest(dir.file(name), written);
+    const Manifest read = read_manifest(dir.file(name));
+    ASSERT_EQ(read.utterances.size(), written.size()) << name;
+    EXPECT_TRUE(read.problems.empty()) << name << ": " << to_string(read.problems[0]);
+    const bool tsv = std::string(name) == "out.tsv";
+    for (size_t i = 0; i < written.size(); ++i) {
+      const Utterance& u = read.utterances[i];
+      EXPECT_EQ(u.audio_path, written[i].audio_path) << name;
+      EXPECT_EQ(u.transcript, i == 0 ? "Hello, \"world\" again" : written[i].transcript) << name;
+      EXPECT_EQ(u.duration, tsv ? -1.0 : written[i].duration) << name;  // tsv has no durations
+      EXPECT_EQ(u.id, tsv ? written[i].audio_path : written[i].id) << name;
+      EXPECT_EQ(u.line, int(i) + (std::string(name) == "out.csv" ? 2 : 1)) << name;
+    }
+  }
+}
+
+TEST(WriteManifest, SegmentsNeedNemo) {
+  TempDir dir;
+  std::vector<Utterance> utterances = sample_utterances(dir);
+  utterances[1].offset = 3.5;
+  write_manifest(dir.file("segments.jsonl"), utterances);
+  const Manifest read = read_manifest(dir.file("segments.jsonl"));
+  EXPECT_EQ(read.utterances[1].offset, 3.5);
+  EXPECT_EQ(read.utterances[1].duration, 0.5);
+  for (const char* name : {"segments.tsv", "segments.csv"}) {
+    try {
+      write_manifest(dir.file(name), utterances);
+      ADD_FAILURE() << name << " took a segment";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      EXPECT_NE(std::string(e.what()).find("utterance u2 is a segment"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_FALSE(fs::exists(dir.file(name)));
+  }
+}
+
 TEST(FillDurations, FromHeadersMinusOffsetAndKeepsManifestValues) {
   TempDir dir;
   write_silence(dir.file("a.wav"), 1.5);

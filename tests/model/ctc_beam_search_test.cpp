@@ -19,6 +19,7 @@
 
 #include "model/ctc_decode.h"
 #include "model/kneser_ney.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {
@@ -226,6 +227,23 @@ TEST(CtcBeamSearch, LanguageModelChangesTheChoice) {
             (std::vector<std::string>{"ba"}));
   EXPECT_EQ(CtcBeamSearch(tokens, &lm, options).decode(lp.data(), 3).words,
             (std::vector<std::string>{"ab"}));
+}
+
+TEST(CtcBeamSearch, BatchDecodesEachUtteranceOverItsOwnFrames) {
+  std::mt19937 rng(13);
+  const int B = 5, T = 30, V = 4;
+  std::vector<float> batch = random_logprobs(rng, B * T, V, 2.0);
+  const std::vector<int32_t> lengths = {30, 12, 0, 29, 1};
+  const CtcBeamSearch search(char_tokens(), nullptr, {});
+  const std::vector<BeamHypothesis> best = search.decode_batch(batch.data(), lengths.data(), B, T);
+  ASSERT_EQ(best.size(), size_t(B));
+  for (int b = 0; b < B; ++b) {
+    const float* lp = batch.data() + size_t(b * T * V);
+    EXPECT_EQ(best[size_t(b)].tokens, search.decode(lp, lengths[size_t(b)]).tokens) << b;
+    EXPECT_NEAR(best[size_t(b)].score, search.decode(lp, lengths[size_t(b)]).score, 1e-9) << b;
+  }
+  const std::vector<int32_t> too_long = {31, 1, 1, 1, 1};
+  EXPECT_THROW(search.decode_batch(batch.data(), too_long.data(), B, T), Error);
 }
 
 TEST(CtcBeamSearch, NoFramesGiveTheEmptyLabelling) {
