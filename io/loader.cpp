@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "io/speed_perturb.h"
 #include "src/base/error.h"
 #include "src/base/rng.h"
 
@@ -157,6 +158,10 @@ void Loader::compute_features(size_t index, int epoch, std::vector<float>& feats
   const int sample_rate = fbank_.options().sample_rate;
   std::vector<float> samples =
       read_audio(utterance.audio_path, utterance.offset, utterance.duration, sample_rate);
+  if (!options_.speed_factors.empty()) {
+    samples = speed_perturb(samples, sample_rate,
+                            speed_factor(options_.speed_factors, options_.seed, epoch, index));
+  }
   frames = fbank_.num_frames(samples.size());
   if (frames <= 0) {
     MPIASR_FAIL(ExitCode::kBadInput, "no feature frames from " << samples.size() << " samples");

@@ -3,6 +3,7 @@
 //
 // Per utterance i of epoch e:
 //   samples  = read_audio(path, offset, duration, fbank sample rate)
+//   samples  = speed_perturb(samples, speed_factor(factors, seed, e, i))  when factors are given
 //   feats    = Fbank::compute(samples, dither seed = f(seed, e, i))      [frames, n_mels]
 //   feats    = global CMVN (a Cmvn given), or per-utterance CMVN, or nothing
 //   feats    = spec_augment(feats, seed = spec_augment_seed(seed, e, i))  when enabled
@@ -51,7 +52,8 @@ struct LoaderOptions {
   int queue_depth = 4;  // batches built ahead of the consumer (workers > 0)
   bool spec_augment = false;
   SpecAugmentOptions spec_augment_options;
-  bool per_utterance_cmvn = false;  // exclusive with a global Cmvn
+  bool per_utterance_cmvn = false;    // exclusive with a global Cmvn
+  std::vector<double> speed_factors;  // speed perturbation (io/speed_perturb.h); empty = none
   uint64_t seed = 0;
 };
 

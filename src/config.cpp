@@ -126,6 +126,31 @@ void parse(const YAML::Node& node, Enum& out, const Where& where) {
   out = static_cast<Enum>(it - names.begin());
 }
 
+// A list of numbers: a YAML sequence, or (from the command line) "[a, b]" or "a,b".
+void parse(const YAML::Node& node, std::vector<double>& out, const Where& where) {
+  std::vector<YAML::Node> items;
+  if (node.IsSequence()) {
+    for (const YAML::Node& item : node) items.push_back(item);
+  } else {
+    std::string text = scalar(node, where, "a list of numbers");
+    if (text.starts_with('[') && text.ends_with(']')) text = text.substr(1, text.size() - 2);
+    std::stringstream fields(text);
+    for (std::string field; std::getline(fields, field, ',');) {
+      const size_t begin = field.find_first_not_of(' ');
+      const size_t end = field.find_last_not_of(' ');
+      items.emplace_back(begin == std::string::npos ? "" : field.substr(begin, end - begin + 1));
+    }
+  }
+  std::vector<double> values;
+  for (const YAML::Node& item : items) {
+    double value = 0;
+    if (!item.IsScalar()) bad_value(node, where, "a list of numbers");
+    parse(item, value, where);
+    values.push_back(value);
+  }
+  out = std::move(values);
+}
+
 template <typename T>
 void parse(const YAML::Node& node, std::optional<T>& out, const Where& where) {
   if (node.IsNull()) {
@@ -173,6 +198,11 @@ requires std::is_enum_v<Enum>
 void emit(YAML::Emitter& out, Enum value) {
   out << std::string(to_string(value));
 }
+void emit(YAML::Emitter& out, const std::vector<double>& values) {
+  out << YAML::Flow << YAML::BeginSeq;
+  for (double value : values) out << number_text(value);
+  out << YAML::EndSeq;
+}
 template <typename T>
 void emit(YAML::Emitter& out, const std::optional<T>& value) {
   if (value) {
@@ -213,6 +243,8 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(data, data_root),
       MPIASR_KEY(data, skip_bad),
       MPIASR_KEY(data, max_utterance_seconds),
+      MPIASR_KEY(data, speed_perturb),
+      MPIASR_KEY(data, speed_factors),
       MPIASR_KEY(batching, mode),
       MPIASR_KEY(batching, max_batch_seconds),
       MPIASR_KEY(batching, max_batch_utterances),
@@ -499,6 +531,10 @@ void resolve_config(Config& config) {
 void check_config(const Config& c) {
   require(c.data.max_utterance_seconds >= 0, "data.max_utterance_seconds",
           c.data.max_utterance_seconds, "must be >= 0 (0 = no limit)");
+  require(!c.data.speed_factors.empty(), "data.speed_factors", "[]", "must list a factor");
+  for (double factor : c.data.speed_factors) {
+    require(factor >= 0.5 && factor <= 2, "data.speed_factors", factor, "must be in [0.5, 2]");
+  }
   require(c.batching.max_batch_seconds > 0, "batching.max_batch_seconds",
           c.batching.max_batch_seconds, "must be positive");
   require(c.batching.max_batch_utterances >= 1, "batching.max_batch_utterances",

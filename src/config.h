@@ -63,6 +63,11 @@ struct DataConfig {
   std::string data_root;  // substituted for $data_root in manifest audio paths
   bool skip_bad = false;  // skip (and report) unreadable or invalid utterances instead of failing
   double max_utterance_seconds = 30;  // longer utterances are dropped; 0 = no limit
+  // Training audio played at one of speed_factors, drawn per utterance and
+  // epoch (io/speed_perturb.h); batches are planned on the unperturbed
+  // durations, so a batch may hold up to 1 / min(factor) times its budget.
+  bool speed_perturb = false;
+  std::vector<double> speed_factors = {0.9, 1.0, 1.1};
 
   bool operator==(const DataConfig&) const = default;
 };

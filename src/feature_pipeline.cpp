@@ -24,6 +24,9 @@ FeaturePipeline::FeaturePipeline(const Config& config, FeatureUse use, const std
   loader.queue_depth = config.batching.queue_depth;
   loader.per_utterance_cmvn = config.features.cmvn == CmvnMode::kUtterance;
   loader.seed = config.training.seed;
+  if (use == FeatureUse::kTraining && config.data.speed_perturb) {
+    loader.speed_factors = config.data.speed_factors;
+  }
   loader.spec_augment = use == FeatureUse::kTraining && config.spec_augment.enabled;
   loader.spec_augment_options.freq_masks = config.spec_augment.freq_masks;
   loader.spec_augment_options.freq_width = config.spec_augment.freq_width;

@@ -2,9 +2,9 @@
 // the normalization (global CMVN statistics, per-utterance CMVN or none) and
 // the loader options (SpecAugment, worker threads, seed).
 //
-// Training features add the configured dither and SpecAugment; evaluation
-// features (validation, eval, transcribe) use neither, so a hypothesis
-// depends only on the audio and the weights.
+// Training features add the configured speed perturbation, dither and
+// SpecAugment; evaluation features (validation, eval, transcribe) use none of
+// them, so a hypothesis depends only on the audio and the weights.
 #pragma once
 
 #include <optional>

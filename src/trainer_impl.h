@@ -195,6 +195,12 @@ void Trainer<Act, Acc>::build_model() {
   std::vector<double> durations = utterance_durations(train_);
   int max_batch = max_batch_utterances(durations, config_.batching);
   for (const auto& batch : valid_batches_) max_batch = std::max(max_batch, int(batch.size()));
+  // Speed perturbation lengthens training audio by up to 1 / the smallest factor.
+  const std::vector<double>& factors = train_features_->loader.speed_factors;
+  if (!factors.empty()) {
+    const double slowest = *std::min_element(factors.begin(), factors.end());
+    for (double& seconds : durations) seconds /= std::min(slowest, 1.0);
+  }
   for (const Utterance& utterance : valid_.utterances) durations.push_back(utterance.duration);
   const int max_frames = max_feature_frames(durations, train_features_->fbank);
   model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, max_batch, max_frames,

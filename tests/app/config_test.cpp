@@ -158,6 +158,26 @@ TEST(Config, WrongTypesNameFileLineValueAndType) {
   EXPECT_CONTAINS(override_error({"--optimizer.lr=nan"}), "expected a finite number");
 }
 
+TEST(Config, SpeedFactorsAreAListFromTheFileOrTheCommandLine) {
+  Config c = load_config("");
+  EXPECT_FALSE(c.data.speed_perturb);
+  EXPECT_EQ(c.data.speed_factors, (std::vector<double>{0.9, 1.0, 1.1}));
+  EXPECT_EQ(override_error({"--data.speed_factors=[0.8, 1.2]"}), "");
+  c = load_config("", {"--data.speed_perturb=true", "--data.speed_factors=0.95,1,1.05"});
+  EXPECT_TRUE(c.data.speed_perturb);
+  EXPECT_EQ(c.data.speed_factors, (std::vector<double>{0.95, 1.0, 1.05}));
+  c = load_config("", {"--data.speed_factors=[0.8, 1.2]"});
+  EXPECT_EQ(c.data.speed_factors, (std::vector<double>{0.8, 1.2}));
+  Config from_yaml;
+  apply_yaml(from_yaml, "data:\n  speed_factors: [0.9, 1.1]\n", "cfg.yaml");
+  EXPECT_EQ(from_yaml.data.speed_factors, (std::vector<double>{0.9, 1.1}));
+  EXPECT_CONTAINS(yaml_error("data:\n  speed_factors: [0.9, fast]\n"),
+                  "bad value 'fast' for 'data.speed_factors' in cfg.yaml:2");
+  EXPECT_CONTAINS(override_error({"--data.speed_factors=0.9,3"}),
+                  "config key 'data.speed_factors' = 3: must be in [0.5, 2]");
+  EXPECT_CONTAINS(override_error({"--data.speed_factors=[]"}), "data.speed_factors");
+}
+
 TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--optimizer.lr=-1"}), "config key 'optimizer.lr' = -1");
   EXPECT_CONTAINS(override_error({"--model.conv_kernel=30"}), "must be odd");
@@ -181,6 +201,8 @@ Config unusual_config() {
   c.data.test_manifest = "";
   c.data.manifest_format = ManifestFormat::kJsonl;
   c.data.max_utterance_seconds = 17.25;
+  c.data.speed_perturb = true;
+  c.data.speed_factors = {0.85, 1.0 / 3 + 0.8, 1.2};
   c.batching.mode = BatchMode::kFixed;
   c.features.window = WindowType::kPovey;
   c.features.preemphasis = 0.97;

@@ -2,7 +2,7 @@
 //   - a run stopped at step k and resumed repeats the uninterrupted run bit
 //     for bit (every step's loss, LR and gradient norm; the final weights and
 //     Adam moments), mid-epoch and across an epoch boundary, with gradient
-//     accumulation, dropout, dither and SpecAugment all on;
+//     accumulation, dropout, dither, speed perturbation and SpecAugment all on;
 //   - a corrupt newest checkpoint is reported and the previous one resumed,
 //     which again ends on the uninterrupted run's weights;
 //   - config overrides reach the training state (LR, step count, model size,
@@ -80,7 +80,8 @@ TEST_P(ResumeTest, StoppedAndResumedRunRepeatsTheUninterruptedOne) {
   // 12 utterances in batches of 2, 2 micro-batches per step: 3 steps an
   // epoch, 9 steps in 3 epochs; steps 4 and 5 are inside epoch 1, 3 ends epoch 0.
   const std::vector<std::string> overrides = {"--batching.batch_size=2",
-                                              "--training.accumulation=2", "--training.epochs=3"};
+                                              "--training.accumulation=2", "--training.epochs=3",
+                                              "--data.speed_perturb=true"};
   const int64_t stop = GetParam();
   const Config whole = tiny_config(fresh_dir("resume_whole_" + std::to_string(stop)), overrides);
   const Config split = tiny_config(fresh_dir("resume_split_" + std::to_string(stop)), overrides);

@@ -17,6 +17,7 @@
 #include "io/char_tokenizer.h"
 #include "io/loader.h"
 #include "io/sampler.h"
+#include "io/speed_perturb.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -116,6 +117,10 @@ class LoaderTest : public testing::Test {
   std::vector<float> reference_features(size_t i, int epoch, const LoaderOptions& options,
                                         const Cmvn* cmvn, uint64_t dither_seed) {
     std::vector<float> samples = read_audio(manifest_.utterances[i].audio_path);
+    if (!options.speed_factors.empty()) {
+      samples = speed_perturb(samples, 16000,
+                              speed_factor(options.speed_factors, options.seed, epoch, i));
+    }
     int frames = fbank_->num_frames(samples.size());
     std::vector<float> feats(frames * 80);
     fbank_->compute(samples.data(), samples.size(), feats.data(), dither_seed);
@@ -195,6 +200,36 @@ TEST_F(LoaderTest, FeaturesMatchADirectComputationWithoutDither) {
           << "batch " << k << " utterance " << kBatches[k][b];
     }
   }
+}
+
+TEST_F(LoaderTest, SpeedPerturbationFollowsTheSeededFactorOfEachUtteranceAndEpoch) {
+  FbankOptions no_dither;
+  fbank_ = std::make_unique<Fbank>(no_dither);
+  LoaderOptions options;
+  options.workers = 2;
+  options.seed = 5;
+  options.speed_factors = {0.9, 1.0, 1.1};
+  std::set<double> used;
+  for (int epoch : {0, 1}) {
+    std::vector<BatchCopy> batches = run(options, nullptr, epoch, kBatches);
+    for (size_t k = 0; k < batches.size(); ++k) {
+      for (size_t b = 0; b < kBatches[k].size(); ++b) {
+        const size_t i = kBatches[k][b];
+        const double factor = speed_factor(options.speed_factors, 5, uint64_t(epoch), i);
+        used.insert(factor);
+        const size_t samples = size_t(std::lround(manifest_.utterances[i].duration * 16000));
+        // n samples at speed f become about n / f.
+        EXPECT_NEAR(batches[k].frame_lengths[b], fbank_->num_frames(samples) / factor, 2)
+            << "utterance " << i << ", factor " << factor;
+        std::vector<float> expected = reference_features(i, epoch, options, nullptr, 0);
+        ASSERT_EQ(expected.size(), size_t(batches[k].frame_lengths[b]) * 80);
+        const float* row = batches[k].features.data() + b * batches[k].max_frames * 80;
+        ASSERT_EQ(std::memcmp(row, expected.data(), expected.size() * sizeof(float)), 0)
+            << "epoch " << epoch << ", utterance " << i;
+      }
+    }
+  }
+  EXPECT_EQ(used.size(), 3u);
 }
 
 TEST_F(LoaderTest, WorkersGiveBitIdenticalBatches) {
