@@ -17,8 +17,9 @@ packages=(
   libboost-context-dev
   # distributed
   libopenmpi-dev openmpi-bin libpmix-dev slurm-wlm slurm-wlm-basic-plugins munge
-  # tests and benchmarks
-  libgtest-dev libgmock-dev libbenchmark-dev
+  # tests and benchmarks; sctk (sclite) checks the scorer, python3-torch the
+  # model (scripts/pytorch)
+  libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch
   # corpus generation (speech synthesis, mixing) and plotting
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy
