@@ -19,7 +19,7 @@ packages=(
   libopenmpi-dev openmpi-bin libpmix-dev slurm-wlm slurm-wlm-basic-plugins munge
   # tests and benchmarks; sctk (sclite) checks the scorer, python3-torch the
   # model (scripts/pytorch)
-  libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch
+  libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch python3-yaml
   # corpus generation (speech synthesis, mixing) and plotting
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy

@@ -8,8 +8,9 @@
 //   batch.K.logprobs [B, T2, V] F32       log-softmax outputs; frames >= output length are padding
 //   batch.K.output_lengths [B] I32
 //   batch.K.utterances [B] I64            manifest indices
-// and the metadata "utterances": a JSON list, by manifest index, of
-// {"id", "audio", "offset", "duration", "transcript"}.
+// and the metadata "checkpoint" (the step folder decoded with) and
+// "utterances": a JSON list, by manifest index, of {"id", "audio", "offset",
+// "duration", "transcript"}.
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -54,7 +55,8 @@ class BatchDump {
     batches_.push_back(std::move(e));
   }
 
-  void write(const std::string& path, const Manifest& manifest) const {
+  void write(const std::string& path, const Manifest& manifest,
+             const std::string& checkpoint) const {
     std::vector<TensorRef> tensors;
     for (size_t k = 0; k < batches_.size(); ++k) {
       const Entry& e = batches_[k];
@@ -74,7 +76,9 @@ class BatchDump {
                             {"duration", u.duration},
                             {"transcript", u.transcript}});
     }
-    write_file_atomic(path, serialize_safetensors(tensors, {{"utterances", utterances.dump()}}),
+    write_file_atomic(path,
+                      serialize_safetensors(
+                          tensors, {{"checkpoint", checkpoint}, {"utterances", utterances.dump()}}),
                       ExitCode::kFailure);
   }
 
@@ -126,7 +130,7 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   const Recognition result =
       recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search(), outputs);
   if (!options.dump_logprobs.empty()) {
-    dump.write(options.dump_logprobs, manifest);
+    dump.write(options.dump_logprobs, manifest, checkpoint.location.dir);
     log << "log-probs: " << options.dump_logprobs << "\n";
   }
   if (!ctx.is_main()) return 0;

@@ -2,6 +2,7 @@
 #include "src/model_config.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 namespace mpiasr {
@@ -75,6 +76,19 @@ std::string describe_model(const Config& config, const ConformerConfig& model) {
       << ", conv kernel " << model.conv_kernel << ", dropout " << model.dropout << ", vocab "
       << model.vocab_size;
   return out.str();
+}
+
+std::string conformer_json(const ConformerConfig& model) {
+  const nlohmann::json json = {{"n_mels", model.n_mels},
+                               {"d_model", model.d_model},
+                               {"n_layers", model.n_layers},
+                               {"n_heads", model.n_heads},
+                               {"ff_mult", model.ff_mult},
+                               {"conv_kernel", model.conv_kernel},
+                               {"subsampling_channels", model.subsampling_channels},
+                               {"vocab_size", model.vocab_size},
+                               {"layernorm_eps", model.layernorm_eps}};
+  return json.dump();
 }
 
 }  // namespace mpiasr

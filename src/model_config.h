@@ -36,4 +36,10 @@ LrScheduleConfig lr_schedule_config(const Config& config, int64_t total_steps, i
 // "conformer small: d_model 144, 6 layers, 4 heads, ff x4, conv kernel 31, vocab 29".
 std::string describe_model(const Config& config, const ConformerConfig& model);
 
+// The architecture as one line of JSON, every field but dropout, for the
+// metadata of model.safetensors:
+// {"n_mels":80,"d_model":144,"n_layers":6,"n_heads":4,"ff_mult":4,"conv_kernel":31,
+//  "subsampling_channels":144,"vocab_size":29,"layernorm_eps":1e-05}
+std::string conformer_json(const ConformerConfig& model);
+
 }  // namespace mpiasr

@@ -576,9 +576,10 @@ void Trainer<Act, Acc>::save_checkpoint() {
   state_.train_seconds = train_seconds();
   if (is_writer_) {
     try {
-      const CheckpointFiles files = make_checkpoint_files(
-          model_->params().export_masters(), optimizer_->export_state(), state_,
-          dump_config(config_), config_.tokenizer.model_path, config_.features.cmvn_path);
+      const CheckpointFiles files =
+          make_checkpoint_files(model_->params().export_masters(), optimizer_->export_state(),
+                                state_, dump_config(config_), config_.tokenizer.model_path,
+                                config_.features.cmvn_path, model_->config());
       const std::optional<int64_t> best =
           state_.best_step > 0 ? std::optional<int64_t>(state_.best_step) : std::nullopt;
       dir = write_checkpoint(config_.checkpoint.dir, state_.step, files,

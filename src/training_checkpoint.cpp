@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "src/base/error.h"
 #include "src/base/file.h"
+#include "src/model_config.h"
 
 namespace mpiasr {
 
@@ -91,13 +92,16 @@ TrainingState TrainingState::from_json(const nlohmann::json& state, const std::s
   return s;
 }
 
-std::string tensors_to_safetensors(const NamedTensors& tensors) {
+std::string tensors_to_safetensors(const NamedTensors& tensors,
+                                   const std::map<std::string, std::string>& metadata) {
   std::vector<TensorRef> refs;
   refs.reserve(tensors.size());
   for (const auto& [name, tensor] : tensors) {
     refs.push_back(TensorRef::of(name, tensor.shape, tensor.data.data()));
   }
-  return serialize_safetensors(refs, {{"format", "pt"}});
+  std::map<std::string, std::string> all = metadata;
+  all["format"] = "pt";
+  return serialize_safetensors(refs, all);
 }
 
 NamedTensors tensors_from_safetensors(const std::string& bytes, const std::string& source) {
@@ -112,9 +116,11 @@ NamedTensors tensors_from_safetensors(const std::string& bytes, const std::strin
 CheckpointFiles make_checkpoint_files(const NamedTensors& model, const NamedTensors& optimizer,
                                       const TrainingState& state, const std::string& config_yaml,
                                       const std::string& tokenizer_path,
-                                      const std::string& cmvn_path) {
+                                      const std::string& cmvn_path,
+                                      const ConformerConfig& architecture) {
   CheckpointFiles files;
-  files.files[kModelFile] = tensors_to_safetensors(model);
+  files.files[kModelFile] =
+      tensors_to_safetensors(model, {{"conformer", conformer_json(architecture)}});
   files.files[kOptimizerFile] = tensors_to_safetensors(optimizer);
   files.files[kConfigFile] = config_yaml;
   files.files[state.tokenizer_file] = read_file(tokenizer_path);

@@ -23,6 +23,7 @@
 
 #include "io/checkpoint.h"
 #include "model/parameters.h"
+#include "model/presets.h"
 #include "src/config.h"
 
 namespace mpiasr {
@@ -60,16 +61,20 @@ struct TrainingState {
 };
 
 // The bytes of a safetensors file holding `tensors` (float32) with metadata
-// {"format": "pt"}.
-std::string tensors_to_safetensors(const NamedTensors& tensors);
+// {"format": "pt"} and `metadata`.
+std::string tensors_to_safetensors(const NamedTensors& tensors,
+                                   const std::map<std::string, std::string>& metadata = {});
 // Every tensor of a safetensors file (float32 only); `source` names it in errors.
 NamedTensors tensors_from_safetensors(const std::string& bytes, const std::string& source);
 
 // The files of a checkpoint; cmvn_path "" when there is no global CMVN.
+// model.safetensors also carries the architecture as the metadata
+// "conformer" (conformer_json), so the weights describe their model.
 CheckpointFiles make_checkpoint_files(const NamedTensors& model, const NamedTensors& optimizer,
                                       const TrainingState& state, const std::string& config_yaml,
                                       const std::string& tokenizer_path,
-                                      const std::string& cmvn_path);
+                                      const std::string& cmvn_path,
+                                      const ConformerConfig& architecture);
 
 // The checkpoint folder a user names: a step folder (holding state.json), a
 // checkpoint root (its `best` pointer, else `latest`, else the newest intact

@@ -204,6 +204,14 @@ TEST(TrainerTest, ModelSafetensorsHoldsTheModelUnderPyTorchNames) {
 
   // Shapes from the model's own registry: every parameter, nothing else.
   const ConformerConfig model_config = conformer_config(config, 7);  // blank, space, a-e
+  // The architecture is in the metadata, for loaders elsewhere (scripts/pytorch).
+  const nlohmann::json architecture =
+      nlohmann::json::parse(metadata["conformer"].get<std::string>());
+  EXPECT_EQ(architecture["d_model"], model_config.d_model);
+  EXPECT_EQ(architecture["n_heads"], model_config.n_heads);
+  EXPECT_EQ(architecture["n_layers"], model_config.n_layers);
+  EXPECT_EQ(architecture["vocab_size"], 7);
+  EXPECT_EQ(architecture["conv_kernel"], model_config.conv_kernel);
   CpuBackend<float> backend(1);
   Conformer<float, float> model(backend, model_config, 1, 16, 0);
   EXPECT_EQ(tensors.size(), model.params().infos().size());
