@@ -27,7 +27,7 @@
 // the `beam` prefixes with the best max(v_b, v_nb) + language-model score:
 // pruning by the best single alignment makes a beam of 1 follow the greedy
 // path exactly, and keeps the greedy prefix in every beam when there is no
-// language model. Tokens more than token_prune below the frame's best
+// language model and no word bonus. Tokens more than token_prune below the frame's best
 // log-probability are not tried as new tokens.
 //
 // At the end the surviving prefixes and the greedy labelling are scored

@@ -58,6 +58,8 @@ def main():
     parser.add_argument("--feature-tolerance", type=float, default=1e-3,
                         help="largest absolute difference of the normalized features (1e-3)")
     parser.add_argument("--float32", action="store_true", help="run the module in float32")
+    parser.add_argument("--n-heads", type=int, help="attention heads, for model files without "
+                        "the architecture metadata (presets: tiny 2, small 4, medium 4, large 8)")
     args = parser.parse_args()
 
     dtype = torch.float32 if args.float32 else torch.float64
@@ -66,7 +68,10 @@ def main():
     checkpoint = args.ckpt or metadata["checkpoint"]
     if pathlib.Path(checkpoint).resolve() != pathlib.Path(metadata["checkpoint"]).resolve():
         print(f"warning: the dump was made with {metadata['checkpoint']}, not {checkpoint}")
-    model, frontend = conformer_ctc.load_checkpoint(checkpoint, dtype)
+    try:
+        model, frontend = conformer_ctc.load_checkpoint(checkpoint, dtype, args.n_heads)
+    except ValueError as error:
+        parser.error(f"{error} (--n-heads)")
     utterances = json.loads(metadata["utterances"])
     batches = sorted({int(name.split(".")[1]) for name in tensors})
     failed = False

@@ -321,7 +321,8 @@ def load_model(model_path, n_heads=None, dtype=torch.float64):
         architecture = json.loads(metadata["conformer"])
     else:
         if n_heads is None:
-            raise ValueError(f"{model_path} has no 'conformer' metadata; give the number of heads")
+            raise ValueError(f"{model_path} has no 'conformer' metadata (written before mpiasr "
+                             "recorded the architecture): give the number of attention heads")
         conv0 = tensors["encoder.subsampling.conv.0.weight"]
         layers = {int(name.split(".")[2]) for name in tensors if name.startswith("encoder.layers.")}
         d_model = tensors["ctc_head.weight"].shape[1]
@@ -345,14 +346,16 @@ def load_model(model_path, n_heads=None, dtype=torch.float64):
     return model.to(dtype).eval()
 
 
-def load_checkpoint(checkpoint_dir, dtype=torch.float64):
+def load_checkpoint(checkpoint_dir, dtype=torch.float64, n_heads=None):
     """The model and the feature frontend of an mpiasr checkpoint folder
-    (a step-NNNNNNNN folder with model.safetensors, config.yaml, state.json)."""
+    (a step-NNNNNNNN folder with model.safetensors, config.yaml, state.json).
+    n_heads: for model files without the "conformer" metadata (written before
+    mpiasr recorded it) whose config.yaml sets no model.n_heads."""
     folder = pathlib.Path(checkpoint_dir)
     config = yaml.safe_load((folder / "config.yaml").read_text())
     state = json.loads((folder / "state.json").read_text())
     stats = None
     if state.get("cmvn_file"):
         stats = json.loads((folder / state["cmvn_file"]).read_text())
-    model = load_model(folder / "model.safetensors", config["model"].get("n_heads"), dtype)
+    model = load_model(folder / "model.safetensors", config["model"].get("n_heads") or n_heads, dtype)
     return model, LogMelFrontend(config["features"], stats, dtype)
