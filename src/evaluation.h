@@ -9,8 +9,8 @@
 // repeated or dropped, so sums over ranks count every utterance once.
 //
 // Per batch: log-probs from Conformer::infer, greedy CTC decoding or the
-// beam search given (white space runs in the text collapsed, ends trimmed), the CTC
-// loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
+// beam search given (white space runs in the text collapsed, ends trimmed),
+// the CTC loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
 // short for their transcript are left out of the loss and counted as
 // infeasible), and CER/WER against the manifest transcript.
 //
