@@ -8,7 +8,9 @@
 #      with two MPI ranks of one thread each, for a fixed number of steps
 #      (about 10 minutes on an idle 2-core machine), into runs/demo;
 #   4. evaluates the best checkpoint on the held-out test set: CER, WER and a
-#      few reference/hypothesis pairs;
+#      few reference/hypothesis pairs, decoded greedily and then by beam search
+#      with a 3-gram language model of the training transcripts (its weight
+#      and word bonus chosen on the validation set, see README "Decoding");
 #   5. draws the training curves into runs/demo/metrics.png.
 # Run it again and training resumes from its last checkpoint (or, when done,
 # goes straight to evaluation); remove runs/demo to start over.
@@ -49,11 +51,20 @@ train_seconds=$((SECONDS - train_start))
 stamp "evaluation on the test set ($corpus/test.tsv)"
 evaluate "$out" "$corpus/test.tsv" "$out/test"
 
+stamp "beam search with a 3-gram language model of the training transcripts"
+cut -f2 "$corpus/train.tsv" >"$out/train-transcripts.txt"
+"$mpiasr" lm "$out/train-transcripts.txt" --order 3 --out "$out/lm3.arpa"
+evaluate "$out" "$corpus/test.tsv" "$out/test-beam-lm" --decoder beam --beam 16 \
+  --lm "$out/lm3.arpa" --lm-weight 0.3 --word-bonus 1.5
+
 stamp "metrics plot"
 scripts/plot-metrics "$out/metrics.jsonl" "$out/metrics.png"
 echo "training curves: $out/metrics.png"
 
 stamp "done"
 echo "training wall time: ${train_seconds}s; total: ${SECONDS}s"
+echo "greedy decoding:"
 grep -E '^(CER|WER) ' "$out/test-eval.log"
+echo "beam search with the 3-gram LM:"
+grep -E '^(CER|WER) ' "$out/test-beam-lm-eval.log"
 echo "per-utterance hypotheses: $out/test-hypotheses.tsv; checkpoints: $out/checkpoints"

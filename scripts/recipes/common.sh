@@ -7,10 +7,11 @@
 #   install_and_build          installs the dependencies and builds the program,
 #                              Release, CPU only, in build-demo/ (sets $mpiasr)
 #   allow_mpirun_as_root       lets OpenMPI start as root (it refuses unless told)
-#   evaluate CKPT MANIFEST PREFIX
+#   evaluate CKPT MANIFEST PREFIX [EVAL OPTION...]
 #                              CER and WER of a checkpoint on a manifest with two
 #                              ranks of one thread: PREFIX-eval.log (the eval
-#                              output) and PREFIX-hypotheses.tsv
+#                              output) and PREFIX-hypotheses.tsv; the options
+#                              go to `mpiasr eval` (e.g. --decoder beam)
 #   cer_of LOG                 the CER percentage of an eval log ("12.34")
 
 stamp() { printf '\n== %s (%ds)\n' "$1" "$SECONDS"; }
@@ -30,8 +31,9 @@ allow_mpirun_as_root() {
 
 evaluate() {
   local ckpt="$1" manifest="$2" prefix="$3"
+  shift 3
   mpirun -np 2 --oversubscribe "$mpiasr" eval --ckpt "$ckpt" --manifest "$manifest" \
-    --threads 1 --out "$prefix-hypotheses.tsv" --examples 5 | tee "$prefix-eval.log"
+    --threads 1 --out "$prefix-hypotheses.tsv" --examples 5 "$@" | tee "$prefix-eval.log"
 }
 
 cer_of() { sed -n 's/^CER \([0-9.]*\)%.*/\1/p' "$1"; }
