@@ -4,8 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iomanip>
 #include <limits>
+#include <optional>
+#include <sstream>
 
 #include "src/base/error.h"
 
@@ -64,6 +69,7 @@ SoundFile::SoundFile(const std::string& path) : path_(path) {
   if (!std::filesystem::is_regular_file(status)) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': not a regular file");
   }
+  size_bytes_ = std::filesystem::file_size(path, error);
   file_.reset(sf_open(path.c_str(), SFM_READ, &info_));
   if (!file_) {
     // libsndfile reports "not recognised" as SF_ERR_UNRECOGNISED_FORMAT; its
@@ -73,16 +79,81 @@ SoundFile::SoundFile(const std::string& path) : path_(path) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': " << what << " (libsndfile: "
                                                     << sf_strerror(nullptr) << ")");
   }
-  // libsndfile gives SF_COUNT_MAX frames when it cannot find the length (a truncated OGG).
-  if (info_.samplerate <= 0 || info_.channels <= 0 || info_.frames < 0 ||
-      info_.frames == SF_COUNT_MAX) {
-    MPIASR_FAIL(
-        ExitCode::kBadInput,
-        "audio file '" << path << "': corrupt header (sample rate " << info_.samplerate
-                       << ", channels " << info_.channels << ", frames "
-                       << (info_.frames == SF_COUNT_MAX ? "unknown" : std::to_string(info_.frames))
-                       << ")");
+  check_header();
+}
+
+SoundFile SoundFile::from_memory(std::string_view bytes, const std::string& name) {
+  SoundFile sound;
+  sound.path_ = name;
+  sound.size_bytes_ = bytes.size();
+  sound.memory_ = std::make_unique<Memory>(Memory{bytes, 0});
+  static SF_VIRTUAL_IO io = {
+      .get_filelen = [](void* user) -> sf_count_t {
+        return sf_count_t(static_cast<Memory*>(user)->bytes.size());
+      },
+      .seek = [](sf_count_t offset, int whence, void* user) -> sf_count_t {
+        Memory& memory = *static_cast<Memory*>(user);
+        const int64_t base = whence == SEEK_CUR   ? memory.position
+                             : whence == SEEK_END ? int64_t(memory.bytes.size())
+                                                  : 0;
+        int64_t position = 0;
+        if (__builtin_add_overflow(base, offset, &position) || position < 0) return -1;
+        return memory.position = position;
+      },
+      .read = [](void* out, sf_count_t count, void* user) -> sf_count_t {
+        Memory& memory = *static_cast<Memory*>(user);
+        const int64_t left = std::max<int64_t>(0, int64_t(memory.bytes.size()) - memory.position);
+        const int64_t n = std::clamp<int64_t>(count, 0, left);
+        if (n > 0) std::memcpy(out, memory.bytes.data() + memory.position, size_t(n));
+        memory.position += n;
+        return n;
+      },
+      .write = [](const void*, sf_count_t, void*) -> sf_count_t { return 0; },
+      .tell = [](void* user) -> sf_count_t { return static_cast<Memory*>(user)->position; },
+  };
+  sound.file_.reset(sf_open_virtual(&io, SFM_READ, &sound.info_, sound.memory_.get()));
+  if (!sound.file_) {
+    const char* what = sf_error(nullptr) == SF_ERR_UNRECOGNISED_FORMAT ? "unsupported audio format"
+                                                                       : "corrupt header";
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << name << "': " << what << " (libsndfile: "
+                                                    << sf_strerror(nullptr) << ")");
   }
+  sound.check_header();
+  return sound;
+}
+
+void SoundFile::check_header() {
+  // libsndfile gives SF_COUNT_MAX frames when it cannot find the length (a
+  // truncated OGG, whose last page is missing).
+  if (info_.frames == SF_COUNT_MAX) {
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path_
+                                                    << "': truncated: the stream has no end, so "
+                                                       "its length is unknown");
+  }
+  if (info_.samplerate < kMinSampleRate || info_.samplerate > kMaxSampleRate ||
+      info_.channels <= 0 || info_.frames < 0) {
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path_ << "': corrupt header (sample rate "
+                                                    << info_.samplerate << " Hz, expected "
+                                                    << kMinSampleRate << " to " << kMaxSampleRate
+                                                    << "; channels " << info_.channels
+                                                    << ", frames " << info_.frames << ")");
+  }
+}
+
+SoundFile SoundFile::reopen() const {
+  return memory_ ? from_memory(memory_->bytes, path_) : SoundFile(path_);
+}
+
+std::string SoundFile::read_bytes(uint64_t offset, size_t count) const {
+  if (offset >= size_bytes_) return "";
+  count = size_t(std::min<uint64_t>(count, size_bytes_ - offset));
+  if (memory_) return std::string(memory_->bytes.substr(size_t(offset), count));
+  std::string bytes(count, '\0');
+  std::ifstream in(path_, std::ios::binary);
+  in.seekg(std::streamoff(offset));
+  in.read(bytes.data(), std::streamsize(count));
+  bytes.resize(size_t(std::max<std::streamsize>(in.gcount(), 0)));
+  return bytes;
 }
 
 SoundFile::SoundFile(const std::string& path, SF_INFO info) : path_(path), info_(info) {
@@ -94,8 +165,12 @@ SoundFile::SoundFile(const std::string& path, SF_INFO info) : path_(path), info_
   sf_command(file_.get(), SFC_SET_CLIPPING, nullptr, SF_TRUE);
 }
 
+bool SoundFile::try_seek(int64_t frame) {
+  return sf_seek(file_.get(), frame, SEEK_SET) == frame;
+}
+
 void SoundFile::seek(int64_t frame) {
-  if (sf_seek(file_.get(), frame, SEEK_SET) != frame) {
+  if (!try_seek(frame)) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path_ << "': cannot seek to frame " << frame
                                                     << " (" << sf_strerror(file_.get()) << ")");
   }
@@ -145,16 +220,112 @@ std::vector<float> Resampler::resample(std::span<const float> in) {
   return out;
 }
 
-AudioInfo read_audio_info(const std::string& path) {
-  SoundFile file(path);
+namespace {
+
+uint32_t little_endian_u32(const char* bytes) {
+  uint32_t value = 0;
+  for (int i = 3; i >= 0; --i) value = value << 8 | static_cast<unsigned char>(bytes[i]);
+  return value;
+}
+
+// Where the sample data of a RIFF/WAVE file starts and how many bytes its
+// header declares, or nullopt for other files and for headers that declare
+// no length (streamed WAVs write 0 or 0xFFFFFFFF).
+struct WaveData {
+  uint64_t offset = 0;
+  uint64_t declared_bytes = 0;
+};
+std::optional<WaveData> wave_data_chunk(const SoundFile& file) {
+  const std::string head = file.read_bytes(0, 12);
+  if (head.size() < 12 || head.compare(0, 4, "RIFF") != 0 || head.compare(8, 4, "WAVE") != 0) {
+    return std::nullopt;
+  }
+  uint64_t offset = 12;
+  for (int chunk = 0; chunk < 256; ++chunk) {
+    const std::string header = file.read_bytes(offset, 8);
+    if (header.size() < 8) return std::nullopt;
+    const uint32_t size = little_endian_u32(header.data() + 4);
+    if (header.compare(0, 4, "data") == 0) {
+      if (size == 0 || size == 0xFFFFFFFF) return std::nullopt;
+      return WaveData{offset + 8, size};
+    }
+    offset += 8 + uint64_t(size) + (size & 1);  // chunks are padded to even sizes
+  }
+  return std::nullopt;
+}
+
+// Whether frame `frame` can be decoded (the seek lands on it and it reads).
+bool frame_readable(SoundFile& file, int64_t frame) {
+  std::vector<float> one(size_t(file.info().channels));
+  if (!file.try_seek(frame)) return false;
+  return file.read(one.data(), 1) == 1;
+}
+
+std::string seconds_text(double frames, int rate) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(3) << frames / rate << " s";
+  return text.str();
+}
+
+// "16000 frames (1.000 s)".
+std::string frames_text(int64_t frames, int rate) {
+  return std::to_string(frames) + " frames (" + seconds_text(double(frames), rate) + ")";
+}
+
+[[noreturn]] void fail_truncated(const SoundFile& file, const std::string& declared,
+                                 const std::string& held) {
+  MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << file.path() << "': truncated: the header says "
+                                                  << declared << ", the file holds " << held);
+}
+
+}  // namespace
+
+AudioInfo read_audio_info(SoundFile& file) {
   const SF_INFO& info = file.info();
+  const int rate = info.samplerate;
+  if (std::optional<WaveData> data = wave_data_chunk(file)) {
+    // libsndfile quietly shortens a WAV to the bytes present; the header tells.
+    const uint64_t held = file.size_bytes() > data->offset ? file.size_bytes() - data->offset : 0;
+    if (data->declared_bytes > held) {
+      const double bytes_per_frame = info.frames > 0 ? double(held) / double(info.frames) : 0;
+      auto seconds = [&](uint64_t bytes) {
+        return bytes_per_frame > 0
+                   ? " (" + seconds_text(double(bytes) / bytes_per_frame, rate) + ")"
+                   : std::string();
+      };
+      fail_truncated(file,
+                     std::to_string(data->declared_bytes) + " bytes of samples" +
+                         seconds(data->declared_bytes),
+                     std::to_string(held) + seconds(held));
+    }
+  } else if (info.frames > 0 && !frame_readable(file, info.frames - 1)) {
+    // Compressed files (FLAC, OGG, ...) give their length in the header; a
+    // file cut short cannot reach its last frame. The failed seek can leave
+    // the decoder stuck, so a fresh handle counts the frames there are.
+    SoundFile again = file.reopen();
+    std::vector<float> chunk(size_t(kChunkFrames) * size_t(info.channels));
+    int64_t held = 0;
+    for (int64_t got; (got = again.read(chunk.data(), kChunkFrames)) > 0;) held += got;
+    fail_truncated(file, frames_text(info.frames, rate), frames_text(held, rate));
+  }
+  if (info.frames > 0) file.seek(0);
   return AudioInfo{info.samplerate, info.channels, info.frames,
                    static_cast<double>(info.frames) / info.samplerate, format_name(info.format)};
+}
+
+AudioInfo read_audio_info(const std::string& path) {
+  SoundFile file(path);
+  return read_audio_info(file);
 }
 
 std::vector<float> read_audio(const std::string& path, double offset, double duration,
                               int sample_rate) {
   SoundFile file(path);
+  return read_audio(file, offset, duration, sample_rate);
+}
+
+std::vector<float> read_audio(SoundFile& file, double offset, double duration, int sample_rate) {
+  const std::string& path = file.path();
   const int rate = file.info().samplerate;
   const int channels = file.info().channels;
   const int64_t frames = file.info().frames;
@@ -193,8 +364,7 @@ std::vector<float> read_audio(const std::string& path, double offset, double dur
     float* target = channels == 1 ? mono.data() + done : chunk.data();
     int64_t got = file.read(target, want);
     if (got <= 0) {
-      MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': truncated, read " << done
-                                                      << " of " << count << " frames");
+      fail_truncated(file, frames_text(frames, rate), frames_text(first + done, rate));
     }
     if (int64_t i = first_non_finite(target, got * channels); i >= 0) {
       int64_t frame = first + done + i / channels;

@@ -18,6 +18,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpiasr {
@@ -34,13 +35,26 @@ struct AudioInfo {
 // since manifests round durations; read_audio then stops at the end of the file.
 constexpr double kSegmentEndTolerance = 0.05;  // seconds
 
-// The header of an audio file. Throws Error(kBadInput) when the file is
-// missing, its format is unsupported or its header is corrupt.
+// Sample rates a file may have; others are reported as a corrupt header (a
+// rate of 1 Hz would make resampling to 16 kHz allocate 16000 x the file).
+constexpr int kMinSampleRate = 1000;
+constexpr int kMaxSampleRate = 1'000'000;
+
+class SoundFile;
+
+// The header of an audio file, with its length checked against the data:
+// a file cut short, or a header that claims more data than the file holds,
+// is reported as truncated with both lengths. Throws Error(kBadInput) when
+// the file is missing, unreadable, truncated, its format is unsupported or
+// its header is corrupt.
 AudioInfo read_audio_info(const std::string& path);
+AudioInfo read_audio_info(SoundFile& file);
 
 // Mono samples of [offset, offset + duration) seconds of the file (duration < 0:
 // to the end), resampled to sample_rate (sample_rate <= 0: keep the file's rate).
 std::vector<float> read_audio(const std::string& path, double offset = 0, double duration = -1,
+                              int sample_rate = 16000);
+std::vector<float> read_audio(SoundFile& file, double offset = 0, double duration = -1,
                               int sample_rate = 16000);
 
 // How write_audio stores samples: 16-bit integers or 32-bit floats (WAV only).
@@ -60,21 +74,43 @@ class SoundFile {
   explicit SoundFile(const std::string& path);
   // Opens for writing with the given SF_INFO (format, sample rate, channels).
   SoundFile(const std::string& path, SF_INFO info);
+  // Opens the file whose bytes are `bytes` (which must outlive it) for
+  // reading, through libsndfile's virtual I/O; `name` names it in errors.
+  static SoundFile from_memory(std::string_view bytes, const std::string& name);
 
   const SF_INFO& info() const { return info_; }
   const std::string& path() const { return path_; }
-  // Moves the read position to frame `frame`.
+  // Moves the read position to frame `frame`; throws Error(kBadInput) when
+  // the file cannot get there.
   void seek(int64_t frame);
+  // The same without throwing: whether the position is now `frame`.
+  bool try_seek(int64_t frame);
   // Reads up to `frames` interleaved frames; returns how many were read.
   int64_t read(float* interleaved, int64_t frames);
   void write(const float* interleaved, int64_t frames);
+  // A second handle on the same file, at its first frame.
+  SoundFile reopen() const;
+  // Bytes [offset, offset + count) of the file as stored (fewer at its end).
+  std::string read_bytes(uint64_t offset, size_t count) const;
+  uint64_t size_bytes() const { return size_bytes_; }
 
  private:
   struct Closer {
     void operator()(SNDFILE* file) const { sf_close(file); }
   };
+  // The read position in a file opened from memory (the virtual I/O's state).
+  struct Memory {
+    std::string_view bytes;
+    int64_t position = 0;
+  };
+  SoundFile() = default;
+  // Checks the header just opened; throws Error(kBadInput) naming the file.
+  void check_header();
+
   std::string path_;
   SF_INFO info_{};
+  uint64_t size_bytes_ = 0;
+  std::unique_ptr<Memory> memory_;  // from_memory only
   std::unique_ptr<SNDFILE, Closer> file_;
 };
 

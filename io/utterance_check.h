@@ -5,7 +5,9 @@
 // utterance's manifest line):
 //   manifest line   could not be parsed (Manifest::problems)
 //   transcript      empty; not valid UTF-8; characters the allowed_char predicate rejects
-//   audio header    file missing; unsupported format; corrupt header; no samples
+//   audio header    file missing; unsupported format; corrupt header; no samples;
+//                   truncated (a file cut short, or a header claiming more data
+//                   than the file holds: both lengths are named)
 //   segment         offset past the end of the file; segment ends past the end
 //                   (more than kSegmentEndTolerance); zero length
 //   length          longer than max_seconds (the batch budget), when max_seconds > 0
@@ -18,7 +20,9 @@
 // Policy: by default any problem throws Error(kBadInput) whose message lists
 // every problem as "file:line: what". With skip_bad, the bad utterances are
 // removed from the manifest and the report says how many and which; a manifest
-// left with no utterance still throws, unless allow_empty.
+// left with no utterance still throws, unless allow_empty. Truncated audio is
+// such a problem, not a warning: its transcript covers words the file no
+// longer holds.
 #pragma once
 
 #include <cstddef>

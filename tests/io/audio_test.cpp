@@ -8,6 +8,8 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <numbers>
 #include <string>
 #include <tuple>
@@ -212,6 +214,47 @@ TEST(ReadAudio, SegmentEndWithinToleranceStopsAtTheEndOfTheFile) {
   EXPECT_EQ(read_audio(dir.file("a.wav"), 0.5, 0.53).size(), 8000u);
   EXPECT_THROW(read_audio(dir.file("a.wav"), 0.5, 0.6), Error);
   EXPECT_THROW(read_audio(dir.file("a.wav"), 1.0, -1), Error);
+}
+
+// The same bytes read from memory (libsndfile's virtual I/O) and from disk
+// give the same header and the same samples, for every container.
+TEST(ReadAudio, FromMemoryEqualsFromDisk) {
+  TempDir dir;
+  const std::vector<float> signal = sine(440, 22050, 0.3, {0.5f, 0.25f});
+  for (const char* name : {"m.wav", "m.flac", "m.ogg"}) {
+    write_audio(dir.file(name), signal, 2, 22050);
+    std::ifstream in(dir.file(name), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    SoundFile memory = SoundFile::from_memory(bytes, name);
+    const AudioInfo info = read_audio_info(memory);
+    const AudioInfo disk = read_audio_info(dir.file(name));
+    EXPECT_EQ(info.frames, disk.frames) << name;
+    EXPECT_EQ(info.sample_rate, 22050) << name;
+    EXPECT_EQ(info.channels, 2) << name;
+    EXPECT_EQ(info.format, disk.format) << name;
+    EXPECT_EQ(read_audio(memory, 0.1, 0.1), read_audio(dir.file(name), 0.1, 0.1)) << name;
+  }
+}
+
+// A sample rate outside [1 kHz, 1 MHz] is a corrupt header: resampling a 1 Hz
+// file to 16 kHz would allocate 16000 samples for each one stored.
+TEST(ReadAudio, ImplausibleSampleRatesAreCorruptHeaders) {
+  TempDir dir;
+  write_audio(dir.file("r.wav"), std::vector<float>(100, 0.1f), 1, 16000);
+  std::ifstream in(dir.file("r.wav"), std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  bytes.replace(24, 4, std::string("\x01\x00\x00\x00", 4));  // fmt: sample rate 1 Hz
+  try {
+    SoundFile::from_memory(bytes, "rate1.wav");
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find(
+                  "audio file 'rate1.wav': corrupt header (sample rate 1 Hz, expected 1000 to "
+                  "1000000"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

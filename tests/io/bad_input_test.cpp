@@ -287,7 +287,58 @@ TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
   for (size_t i = 0; i < noise.size(); ++i) noise[i] = 0.2f * std::sin(i * i * 0.001f);
   write_audio(dir.file("cut.flac"), noise, 1, 16000);
   fs::resize_file(dir.file("cut.flac"), fs::file_size(dir.file("cut.flac")) / 2);
-  expect("cut.flac", "truncated, read");
+  expect("cut.flac", "truncated: the header says 16000 frames (1.000 s), the file holds ");
+}
+
+// A file cut short, and a header that claims more data than the file holds,
+// are found from the headers alone (train's start-up reads no samples), named
+// with both lengths, fatal by default and dropped with skip_bad.
+TEST(ValidateManifest, TruncatedAudioIsFoundFromTheHeaders) {
+  TempDir dir;
+  write_audio(dir.file("good.wav"), tone(0.5), 1, 16000);
+  // 16000 frames of 16-bit PCM after a 44-byte header, cut to 10000 bytes of samples.
+  write_audio(dir.file("cut.wav"), tone(1.0), 1, 16000);
+  fs::resize_file(dir.file("cut.wav"), 44 + 10000);
+  // The data chunk says 64000 bytes; the file holds the 32000 of 1 s.
+  write_audio(dir.file("claims.wav"), tone(1.0), 1, 16000);
+  patch(dir.file("claims.wav"), 40, std::string("\x00\xfa\x00\x00", 4));
+  std::vector<float> noise(16000);
+  for (size_t i = 0; i < noise.size(); ++i) noise[i] = 0.2f * std::sin(i * i * 0.001f);
+  write_audio(dir.file("cut.flac"), noise, 1, 16000);
+  fs::resize_file(dir.file("cut.flac"), fs::file_size(dir.file("cut.flac")) / 2);
+  write_text(dir.file("m.tsv"),
+             "good.wav\tfine\ncut.wav\tcut short\nclaims.wav\tclaims more\ncut.flac\tcut flac\n");
+
+  ValidationOptions options;
+  options.check_samples = false;
+  Manifest strict = read_manifest(dir.file("m.tsv"));
+  try {
+    validate_manifest(strict, options);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    const std::string what = e.what();
+    auto expect = [&](int line, const std::string& name, const std::string& text) {
+      const std::string expected = dir.file("m.tsv") + ":" + std::to_string(line) +
+                                   ": audio file '" + dir.file(name) + "': truncated: " + text;
+      EXPECT_NE(what.find(expected), std::string::npos) << expected << "\nin:\n" << what;
+    };
+    expect(2, "cut.wav",
+           "the header says 32000 bytes of samples (1.000 s), the file holds 10000 (0.312 s)");
+    expect(3, "claims.wav",
+           "the header says 64000 bytes of samples (2.000 s), the file holds 32000 (1.000 s)");
+    // libsndfile writes FLAC in blocks of 4096 frames; half the file holds the
+    // first block whole and breaks off inside the second.
+    expect(4, "cut.flac",
+           "the header says 16000 frames (1.000 s), the file holds 4096 frames (0.256 s)");
+    EXPECT_NE(what.find("3 problem(s) in 3 of 4 entries"), std::string::npos) << what;
+  }
+  options.skip_bad = true;
+  Manifest skipped = read_manifest(dir.file("m.tsv"));
+  const ValidationReport report = validate_manifest(skipped, options);
+  EXPECT_EQ(report.dropped, 3u);
+  ASSERT_EQ(skipped.utterances.size(), 1u);
+  EXPECT_EQ(skipped.utterances[0].transcript, "fine");
 }
 
 }  // namespace
