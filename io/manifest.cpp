@@ -34,23 +34,31 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(begin, end - begin + 1));
 }
 
-// The lines of a file, without line terminators ("\n" or "\r\n") and without a
+// The lines of a text, without line terminators ("\n" or "\r\n") and without a
 // UTF-8 byte order mark at the start.
-std::vector<std::string> read_lines(const std::string& path) {
+std::vector<std::string> split_lines(std::string_view text) {
+  std::vector<std::string> lines;
+  while (!text.empty()) {
+    const size_t end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    lines.emplace_back(line);
+    text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  }
+  if (!lines.empty() && lines[0].starts_with("\xEF\xBB\xBF")) lines[0].erase(0, 3);
+  return lines;
+}
+
+std::string read_manifest_file(const std::string& path) {
   std::error_code error;
   if (!fs::exists(path, error))
     MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': file not found");
   std::ifstream in(path, std::ios::binary);
   if (!in) MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': cannot open for reading");
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    lines.push_back(std::move(line));
-  }
+  std::ostringstream text;
+  text << in.rdbuf();
   if (in.bad()) MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': read error");
-  if (!lines.empty() && lines[0].starts_with("\xEF\xBB\xBF")) lines[0].erase(0, 3);
-  return lines;
+  return text.str();
 }
 
 std::string single_quoted(std::string_view text) {
@@ -299,11 +307,17 @@ std::string to_string(const InputProblem& problem) {
 }
 
 Manifest read_manifest(const std::string& path, const ManifestOptions& options) {
+  format_of(path, options.format);  // an unknown format is reported before the file is read
+  return parse_manifest(read_manifest_file(path), path, options);
+}
+
+Manifest parse_manifest(std::string_view text, const std::string& path,
+                        const ManifestOptions& options) {
   Manifest manifest;
   manifest.path = path;
   manifest.use_duration_cache = options.use_duration_cache;
   const std::string format = format_of(path, options.format);
-  const std::vector<std::string> lines = read_lines(path);
+  const std::vector<std::string> lines = split_lines(text);
   const fs::path dir = fs::path(path).parent_path();
   if (format == "speechbrain") {
     read_speechbrain(lines, dir, options, manifest);

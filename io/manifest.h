@@ -32,6 +32,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -73,6 +74,12 @@ struct Manifest {
 };
 
 Manifest read_manifest(const std::string& path, const ManifestOptions& options = {});
+
+// The manifest whose contents are `text`, as if read from `path` (which
+// gives the format for "auto", the folder of relative audio paths and the
+// name in problems); nothing is read from disk.
+Manifest parse_manifest(std::string_view text, const std::string& path,
+                        const ManifestOptions& options = {});
 
 // Writes utterances as a manifest in the format of the path's extension, as
 // read_manifest would tell it (.tsv .txt, .json .jsonl, .csv): tsv writes the
