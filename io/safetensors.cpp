@@ -172,7 +172,10 @@ SafetensorsView parse_safetensors(std::string_view bytes, const std::string& sou
     const std::string* name;
   };
   std::vector<Span> spans;
-  for (const auto& [name, entry] : header.items()) {
+  for (const auto& item : header.items()) {
+    // Named references, not a structured binding: the lambda below captures them.
+    const std::string& name = item.key();
+    const nlohmann::json& entry = item.value();
     if (name == "__metadata__") {
       if (!entry.is_object()) {
         MPIASR_FAIL(ExitCode::kCheckpoint, source << ": __metadata__ is not a JSON object");

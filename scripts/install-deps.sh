@@ -20,6 +20,8 @@ packages=(
   # tests and benchmarks; sctk (sclite) checks the scorer, python3-torch the
   # model (scripts/pytorch)
   libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch python3-yaml
+  # fuzzing and sanitizers (scripts/fuzz.sh): clang, libFuzzer, ASan, UBSan
+  clang libclang-rt-14-dev
   # corpus generation (speech synthesis, mixing) and plotting
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy
