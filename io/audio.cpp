@@ -34,14 +34,15 @@ std::string format_name(int format) {
   return name;
 }
 
-// Index of the first NaN or infinite value in x[0, n), or -1. The common case
-// (all finite) is one branch-free pass.
-int64_t first_non_finite(const float* x, int64_t n) {
-  bool finite = true;
-  for (int64_t i = 0; i < n; ++i) finite &= std::abs(x[i]) <= std::numeric_limits<float>::max();
-  if (finite) return -1;
+// Index of the first value of x[0, n) that is NaN or larger than
+// kMaxSampleMagnitude in magnitude, or -1. The common case (all in range) is
+// one branch-free pass.
+int64_t first_out_of_range(const float* x, int64_t n) {
+  bool in_range = true;
+  for (int64_t i = 0; i < n; ++i) in_range &= std::abs(x[i]) <= kMaxSampleMagnitude;
+  if (in_range) return -1;
   for (int64_t i = 0; i < n; ++i) {
-    if (!std::isfinite(x[i])) return i;
+    if (!(std::abs(x[i]) <= kMaxSampleMagnitude)) return i;
   }
   return -1;
 }
@@ -366,12 +367,14 @@ std::vector<float> read_audio(SoundFile& file, double offset, double duration, i
     if (got <= 0) {
       fail_truncated(file, frames_text(frames, rate), frames_text(first + done, rate));
     }
-    if (int64_t i = first_non_finite(target, got * channels); i >= 0) {
+    if (int64_t i = first_out_of_range(target, got * channels); i >= 0) {
       int64_t frame = first + done + i / channels;
-      MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': non-finite sample ("
-                                                      << target[i] << ") at frame " << frame << " ("
-                                                      << static_cast<double>(frame) / rate
-                                                      << " s), channel " << i % channels);
+      MPIASR_FAIL(
+          ExitCode::kBadInput,
+          "audio file '" << path << "': "
+                         << (std::isfinite(target[i]) ? "sample out of range" : "non-finite sample")
+                         << " (" << target[i] << ") at frame " << frame << " ("
+                         << static_cast<double>(frame) / rate << " s), channel " << i % channels);
     }
     if (channels > 1) {
       const float scale = 1.0f / channels;

@@ -7,8 +7,9 @@
 //   resample   soxr, high quality (SOXR_HQ: 20-bit precision, linear phase), one thread;
 //              n input samples become about n * out_rate / in_rate output samples
 //
-// Every sample is checked to be finite. Errors are Error(kBadInput) naming the
-// file and what is wrong with it.
+// Every sample is checked to be finite and at most kMaxSampleMagnitude in
+// magnitude. Errors are Error(kBadInput) naming the file and what is wrong
+// with it.
 #pragma once
 
 #include <sndfile.h>
@@ -39,6 +40,12 @@ constexpr double kSegmentEndTolerance = 0.05;  // seconds
 // rate of 1 Hz would make resampling to 16 kHz allocate 16000 x the file).
 constexpr int kMinSampleRate = 1000;
 constexpr int kMaxSampleRate = 1'000'000;
+
+// The largest sample magnitude a file may hold. PCM decodes to [-1, 1);
+// float files may hold anything, and values near the float range overflow
+// to infinity in resampling and in the power spectrum. 1e10 leaves room for
+// floats written at an integer scale (32768 for 16 bits, 8388608 for 24).
+constexpr float kMaxSampleMagnitude = 1e10f;
 
 class SoundFile;
 

@@ -140,7 +140,7 @@ Utterance parse_nemo_line(const std::string& line, const fs::path& dir,
   nlohmann::json object;
   try {
     object = nlohmann::json::parse(line);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range: 1e999
     throw LineError{std::string("invalid JSON (") + e.what() + ")"};
   }
   if (!object.is_object()) throw LineError{"expected a JSON object"};

@@ -36,6 +36,7 @@ fi
 cmake --build "$build_dir" -j "$(nproc)" --target "${targets[@]}"
 
 mkdir -p "$build_dir/findings"
+export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp:print_suppressions=0"
 failed=0
 for name in "${targets[@]}"; do
   seeds="tests/fuzz/corpus/${name%_fuzz}"

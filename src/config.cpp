@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "io/checksum.h"
+#include "io/text_normalize.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -106,9 +107,16 @@ void parse(const YAML::Node& node, bool& out, const Where& where) {
   }
 }
 
-// Strings: any scalar; an empty value (`key:`) is the empty string.
+// Strings: any scalar in UTF-8 (YAML is Unicode text: other bytes would be
+// written back to config.yaml as U+FFFD, a different value); an empty value
+// (`key:`) is the empty string.
 void parse(const YAML::Node& node, std::string& out, const Where& where) {
   out = node.IsNull() ? std::string() : scalar(node, where, "a string");
+  try {
+    utf8_decode(out);
+  } catch (const Error&) {
+    bad_value(node, where, "UTF-8 text");
+  }
 }
 
 template <typename Enum>

@@ -178,6 +178,18 @@ TEST(Config, SpeedFactorsAreAListFromTheFileOrTheCommandLine) {
   EXPECT_CONTAINS(override_error({"--data.speed_factors=[]"}), "data.speed_factors");
 }
 
+// A string that is not UTF-8 is rejected: the dump (config.yaml, the hash)
+// would carry U+FFFD instead of its bytes, so it would not load back to the
+// same config (found by tests/fuzz/config_fuzz).
+TEST(Config, StringsMustBeUtf8) {
+  EXPECT_CONTAINS(yaml_error("data:\n  test_manifest: data/corpu\xff\xffs/test.tsv\n"),
+                  "for 'data.test_manifest' in cfg.yaml:2: expected UTF-8 text");
+  EXPECT_CONTAINS(override_error({"--output.dir=run-\xe9"}),
+                  "for 'output.dir' in command line argument '--output.dir=run-\xe9': expected "
+                  "UTF-8 text");
+  EXPECT_EQ(load_config("", {"--output.dir=run-\xc3\xa9"}).output.dir, "run-\xc3\xa9");
+}
+
 TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--optimizer.lr=-1"}), "config key 'optimizer.lr' = -1");
   EXPECT_CONTAINS(override_error({"--model.conv_kernel=30"}), "must be odd");

@@ -282,6 +282,17 @@ TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
   expect("song.m4a", "unsupported audio format (libsndfile: Format not recognised");
   expect("nan.wav", "non-finite sample (nan) at frame 100");
   expect("inf.wav", "non-finite sample (inf) at frame 200");
+  // A finite float near the top of the range: resampled to 16 kHz it would
+  // overflow to infinity (found by tests/fuzz/audio_fuzz). A float file at
+  // the 16-bit integer scale is still fine.
+  std::vector<float> huge = tone(0.1, 44100);
+  huge[300] = 3e38f;
+  write_audio(dir.file("huge.wav"), huge, 1, 44100, SampleEncoding::kFloat32);
+  expect("huge.wav", "sample out of range (3e+38) at frame 300");
+  std::vector<float> int_scale = tone(0.1, 44100);
+  for (float& x : int_scale) x *= 32768;
+  write_audio(dir.file("int_scale.wav"), int_scale, 1, 44100, SampleEncoding::kFloat32);
+  EXPECT_EQ(read_audio(dir.file("int_scale.wav")).size(), 1600u);
   // A FLAC file cut short: the header promises more frames than the data holds.
   std::vector<float> noise(16000);
   for (size_t i = 0; i < noise.size(); ++i) noise[i] = 0.2f * std::sin(i * i * 0.001f);

@@ -134,6 +134,24 @@ TEST(ReadManifest, NemoJsonLines) {
   EXPECT_NE(m.problems[3].what.find("negative"), std::string::npos);
 }
 
+// A number too large for a double is a bad line like any other, not an
+// exception that ends the program (found by tests/fuzz/manifest_nemo_fuzz).
+TEST(ReadManifest, NemoNumberOutOfRangeIsABadLine) {
+  TempDir dir;
+  const std::string manifest = dir.file("big.jsonl");
+  write_text(manifest,
+             "{\"audio_filepath\": \"a.wav\", \"text\": \"x\", \"offset\": 2e308}\n"
+             "{\"audio_filepath\": \"b.wav\", \"text\": \"fine\"}\n");
+  Manifest m = read_manifest(manifest);
+  ASSERT_EQ(m.utterances.size(), 1u);
+  EXPECT_EQ(m.utterances[0].line, 2);
+  ASSERT_EQ(m.problems.size(), 1u);
+  EXPECT_EQ(m.problems[0].line, 1);
+  EXPECT_NE(m.problems[0].what.find("invalid JSON ("), std::string::npos) << m.problems[0].what;
+  EXPECT_NE(m.problems[0].what.find("number overflow parsing '2e308'"), std::string::npos)
+      << m.problems[0].what;
+}
+
 TEST(ReadManifest, SpeechBrainCsvWithSubstitutions) {
   TempDir dir;
   const std::string manifest = dir.file("train.csv");
