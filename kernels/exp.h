@@ -48,7 +48,8 @@ MPIASR_HD float branchless_exp(float x) {
   x = bits_float(uint32_t((magnitude & ~clamp) | (kMagnitudeLimit & clamp)) | (xb & 0x80000000u));
 
   constexpr float kShifter = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-  const float n = (x * 1.44269504088896341f + kShifter) - kShifter;
+  const float shifted = x * 1.44269504088896341f + kShifter;
+  const float n = shifted - kShifter;
   float r = x - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   float p = 1.9875691500e-4f;
@@ -59,7 +60,10 @@ MPIASR_HD float branchless_exp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
 
-  int32_t k = int32_t(n);  // NaN converts to INT_MIN: scale 0, and p stays NaN
+  // n as an integer, from the low bits of `shifted` (whose ulp is 1): no
+  // float-to-int conversion, which is undefined for NaN. NaN gives some k,
+  // clamped below, and p stays NaN.
+  int32_t k = int32_t(float_bits(shifted)) - int32_t(float_bits(kShifter));
   k = k < -127 ? -127 : k;
   k = k > 128 ? 128 : k;
   return p * bits_float(uint32_t(k + 127) << 23);
