@@ -44,6 +44,7 @@ Context Context::world() {
 
   Context ctx;
   ctx.world_ = Communicator::duplicate(MPI_COMM_WORLD);
+  ctx.status_ = Communicator::duplicate(MPI_COMM_WORLD);
   ctx.world_rank_ = ctx.world_.rank();
   ctx.world_size_ = ctx.world_.size();
 

@@ -44,6 +44,9 @@ class Context {
   MPI_Comm world_comm() const { return world_.get(); }
   MPI_Comm node_comm() const { return node_.get(); }
   MPI_Comm leaders_comm() const { return leaders_.get(); }
+  // A duplicate of the world for the questions and answers of a rank that
+  // timed out (timeout.h), so they never match the program's own messages.
+  MPI_Comm status_comm() const { return status_.get(); }
   bool is_main() const { return world_rank_ == 0; }
   bool is_node_leader() const { return local_rank_ == 0; }
 
@@ -76,6 +79,7 @@ class Context {
   Communicator world_;
   Communicator node_;
   Communicator leaders_;
+  Communicator status_;
   int world_rank_ = 0;
   int world_size_ = 1;
   int local_rank_ = 0;

@@ -184,6 +184,7 @@ void NcclCommunicator::wait(const std::function<bool()>& done, const char* op) {
   ncclResult_t state = ncclSuccess;
   const bool finished = poll_until(
       [&] {
+        answer_where(*ctx_, op);
         const ncclResult_t query = ncclCommGetAsyncError(comm_, &state);
         if (query != ncclSuccess) state = query;
         if (state != ncclSuccess && state != ncclInProgress) return true;
@@ -193,6 +194,10 @@ void NcclCommunicator::wait(const std::function<bool()>& done, const char* op) {
   if (!finished) {
     std::ostringstream reason;
     reason << "did not finish within " << ctx_->timeout_s() << " s";
+    if (ctx_->world_size() > 1) {
+      const std::string missing = ranks_not_arrived(*ctx_, op);
+      if (!missing.empty()) reason << "; " << missing;
+    }
     abort_job(reason.str(), op);
   }
   if (state != ncclSuccess) abort_job(ncclGetErrorString(state), op);

@@ -39,7 +39,7 @@ for node in node1 node2 node3; do [[ -d "$work/nodes/$node" ]] || fail "no disk 
 [[ -z "$(ls -A "$work/node-disk")" ]] || fail "files written to the mount point itself: $(ls -A "$work/node-disk")"
 
 fake_nodes 2 2
-expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 "${launcher[@]}"
+expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 4 "${launcher[@]}"
 expect_kill_ends_job "$build_dir" 15 "${launcher[@]}"
 rm -rf "$work"
 echo "mpi_fake_nodes: all passed"

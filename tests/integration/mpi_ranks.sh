@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Multi-rank runs of the tests/mpi executables under plain mpirun on this
 # machine (one node): 4 ranks (and 2 for the gradient reducer), then the
-# failure scenarios of failure_test: a rank that skips a collective makes
-# every rank exit with code 5 within the timeout plus a margin, with a message
-# naming rank, step and operation; a rank killed by SIGKILL ends the job fast.
+# failure scenarios of failure_test: a rank that skips a collective, or waits
+# in another one, makes every rank exit with code 5 within the timeout plus a
+# margin, with a message naming rank, step and operation and the rank that did
+# not arrive; a rank killed by SIGKILL ends the job fast.
 # Usage: bash mpi_ranks.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 build_dir="$(cd "$1" && pwd)"
@@ -18,7 +19,8 @@ run_ok mpirun -np 2 "$build_dir/gradient_reducer_test" --gtest_brief=1
 run_ok mpirun -np 3 --oversubscribe "$build_dir/checkpoint_writers_test" --gtest_brief=1
 
 launch=(mpirun -np 4 --oversubscribe)
-expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 "${launch[@]}"
-expect_timeout_abort "$build_dir" 3 "gradient all-reduce" 12 "${launch[@]}"
+expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 4 "${launch[@]}"
+expect_timeout_abort "$build_dir" 3 "gradient all-reduce" 12 4 "${launch[@]}"
+expect_timeout_abort "$build_dir" 3 elsewhere 7 4 "${launch[@]}"
 expect_kill_ends_job "$build_dir" 15 "${launch[@]}"
 echo "mpi_ranks: all passed"

@@ -34,7 +34,7 @@ for test in run_on_test broadcast_test gradient_reducer_test checkpoint_writers_
   run_ok "${launcher[@]}" "$build_dir/$test" --gtest_brief=1
 done
 
-expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 "${launcher[@]}"
+expect_timeout_abort "$build_dir" 3 "loss all-reduce" 7 4 "${launcher[@]}"
 expect_kill_ends_job "$build_dir" 15 srun --mpi=pmix --kill-on-bad-exit=1 -N2 -n4
 
 # sbatch -> train.sbatch -> train-step.sh -> srun, run to completion.

@@ -4,8 +4,9 @@
 #   1. rank 1 is killed with SIGKILL during training: mpirun ends the job,
 #      non-zero, within seconds, and no rank is left running;
 #   2. rank 2 stops (SIGSTOP: it hangs instead of dying): the others give up
-#      after distributed.timeout_s, naming the rank, the step and the
-#      collective, with exit code 5 (distributed failure);
+#      after distributed.timeout_s, naming the step and the collective they
+#      waited in and the rank that did not arrive (2, with its host), with
+#      exit code 5 (distributed failure);
 #   3. rank 1 gets another config (a wrapper adds an override by
 #      OMPI_COMM_WORLD_RANK): every rank reports the mismatch, exit code 5,
 #      and rank 1 names the key that differs;
@@ -92,7 +93,9 @@ started=$(now_ms)
 kill -STOP "${ranks[2]}"
 wait_for_end stopped 30
 ((status == 5)) || fail "hang: exit code $status, not 5"
-expect_line "$work/stopped.log" '^rank [01]: step [0-9]+: .+ did not finish within 5 s$' "hang"
+expect_line "$work/stopped.log" \
+  "^rank [01]: step [0-9]+: .+ did not finish within 5 s; waiting for rank 2 \\($(hostname)\\): no answer within 2 s" \
+  "hang: the stopped rank named"
 grep -E -m1 'did not finish' "$work/stopped.log"
 
 # 3. One rank's config differs.

@@ -5,8 +5,12 @@
 //
 //   timeout          the last rank never joins an all-reduce at step 7; the
 //                    others abort the job after MPIASR_TEST_TIMEOUT seconds
-//                    with "rank R: step 7: loss all-reduce did not finish ..."
+//                    with "rank R: step 7: loss all-reduce did not finish ...;
+//                    waiting for rank N-1 (host): no answer ..."
 //   reducer_timeout  the same for GradientReducer::finish ("gradient all-reduce")
+//   elsewhere        the last rank waits in another collective ("checkpoint
+//                    write") at step 7 while the others all-reduce: each side
+//                    times out, naming the other's collective
 //   kill             the last rank dies of SIGKILL while the others wait in an
 //                    all-reduce with a 300 s timeout: the launcher must end
 //                    the job long before that
@@ -48,6 +52,20 @@ TEST(Failure, RankMissingACollectiveAbortsTheJob) {
   barrier(ctx, "start");
   if (ctx.world_rank() == ctx.world_size() - 1) {
     stay_away();
+  } else {
+    allreduce_sum(ctx, 1.0, "loss all-reduce");
+  }
+  ADD_FAILURE() << "rank " << ctx.world_rank() << " was not stopped";
+}
+
+TEST(Failure, RankInAnotherCollectiveIsNamedWithIt) {
+  if (!scenario("elsewhere")) GTEST_SKIP() << "MPIASR_TEST_FAILURE=elsewhere not set";
+  Context ctx = test_context();
+  ctx.set_timeout(scenario_timeout());
+  ctx.set_step(7);
+  barrier(ctx, "start");
+  if (ctx.world_rank() == ctx.world_size() - 1) {
+    barrier(ctx, "checkpoint write");
   } else {
     allreduce_sum(ctx, 1.0, "loss all-reduce");
   }

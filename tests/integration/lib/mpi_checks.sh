@@ -37,16 +37,25 @@ run_ok() {
 
 now_ms() { date +%s%3N; }
 
-# expect_timeout_abort BUILD TIMEOUT OP STEP LAUNCHER...: the last rank skips
-# the collective OP at step STEP; the job must exit with code 5 (MPI_Abort
-# with kDistributed) within TIMEOUT + 10 s, and some rank must print
-# "rank R: step STEP: OP did not finish within TIMEOUT s".
+# expect_timeout_abort BUILD TIMEOUT OP STEP RANKS LAUNCHER...: of RANKS
+# ranks, the last one skips the collective OP at step STEP; the job must exit
+# with code 5 (MPI_Abort with kDistributed) within TIMEOUT + 15 s, and some
+# rank must print "rank R: step STEP: OP did not finish within TIMEOUT s;
+# waiting for rank LAST (host): no answer ...". OP "elsewhere": the last rank
+# waits in 'checkpoint write' while the others are in 'loss all-reduce', and
+# either side names the other's collective.
 expect_timeout_abort() {
-  local build_dir="$1" timeout="$2" op="$3" step="$4"
-  shift 4
+  local build_dir="$1" timeout="$2" op="$3" step="$4" last=$(($5 - 1))
+  shift 5
   local scenario=timeout filter=Failure.RankMissingACollectiveAbortsTheJob
+  local within="did not finish within $timeout s"
+  local line="^rank [0-9]+: step $step: $op $within; .*waiting for rank $last \\([^)]*\\): no answer within 2 s \\(stopped, or busy outside any collective since 'start' at step $step\\)"
   if [[ "$op" == "gradient all-reduce" ]]; then
     scenario=reducer_timeout filter=Failure.RankMissingTheGradientReductionAbortsTheJob
+  elif [[ "$op" == elsewhere ]]; then
+    scenario=elsewhere filter=Failure.RankInAnotherCollectiveIsNamedWithIt
+    line="^rank [0-9]+: step $step: loss all-reduce $within; waiting for rank $last \\([^)]*\\): in 'checkpoint write' at step $step\$"
+    line+="|^rank $last: step $step: checkpoint write $within; waiting for rank 0 \\([^)]*\\): in 'loss all-reduce' at step $step;"
   fi
   echo "+ MPIASR_TEST_FAILURE=$scenario $* failure_test"
   local log start rc=0 took_ms
@@ -55,11 +64,10 @@ expect_timeout_abort() {
   MPIASR_TEST_FAILURE=$scenario MPIASR_TEST_TIMEOUT=$timeout \
     timeout 120 "$@" "$build_dir/failure_test" --gtest_filter="$filter" >"$log" 2>&1 || rc=$?
   took_ms=$(($(now_ms) - start))
-  if ((rc != 5)) || ! grep -Eq "^rank [0-9]+: step $step: $op did not finish within $timeout s$" "$log" ||
-    ((took_ms > (timeout + 10) * 1000)); then
+  if ((rc != 5)) || ! grep -Eq "$line" "$log" || ((took_ms > (timeout + 15) * 1000)); then
     cat "$log" >&2
     rm -f "$log"
-    fail "$scenario: exit code $rc (expected 5) after $took_ms ms (limit $timeout + 10 s), message above"
+    fail "$scenario: exit code $rc (expected 5) after $took_ms ms (limit $timeout + 15 s); no line matching: $line"
   fi
   grep -E "did not finish" "$log" | head -n 1
   echo "  exit code $rc after $took_ms ms"
