@@ -19,6 +19,7 @@ std::string ImportReport::summary() const {
       << std::setprecision(2) << seconds / 3600 << " h of audio), dropped " << dropped.size();
   if (!dropped.empty()) out << ":";
   for (const InputProblem& problem : dropped) out << "\n  " << to_string(problem);
+  for (const InputProblem& warning : warnings) out << "\n  warning: " << to_string(warning);
   return out.str();
 }
 
@@ -73,6 +74,11 @@ ImportReport finish_import(const std::string& source, std::vector<ImportEntry> e
   }
 
   ImportReport report;
+  for (const InputProblem& warning : checked.warnings) {
+    InputProblem where = origins[size_t(warning.line - 1)];
+    where.what = warning.what;
+    report.warnings.push_back(std::move(where));
+  }
   report.entries = dropped.size() - checked.problems.size() + checked.dropped + checked.kept;
   for (Utterance& utterance : manifest.utterances) {
     const InputProblem& origin = origins[size_t(utterance.line - 1)];

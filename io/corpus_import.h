@@ -39,12 +39,14 @@
 namespace mpiasr {
 
 struct ImportReport {
-  std::vector<Utterance> utterances;  // kept
-  std::vector<InputProblem> dropped;  // one per dropped entry, with its reason
-  size_t entries = 0;                 // kept + dropped
-  double seconds = 0;                 // audio kept
+  std::vector<Utterance> utterances;   // kept
+  std::vector<InputProblem> dropped;   // one per dropped entry, with its reason
+  std::vector<InputProblem> warnings;  // kept entries, changed: segments clipped to their file
+  size_t entries = 0;                  // kept + dropped
+  double seconds = 0;                  // audio kept
 
-  // "kept K of N entries (H h of audio), dropped D:" then one line per dropped entry.
+  // "kept K of N entries (H h of audio), dropped D:" then one line per dropped
+  // entry, then one "warning: " line per warning.
   std::string summary() const;
 };
 

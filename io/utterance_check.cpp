@@ -50,7 +50,7 @@ void check_transcript(const Utterance& u, const ValidationOptions& options,
 }
 
 void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& options,
-                 std::vector<std::string>& found) {
+                 std::vector<std::string>& found, std::vector<std::string>& warned) {
   AudioInfo info;
   try {
     info = cache.lookup(u.audio_path);
@@ -72,9 +72,9 @@ void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& o
   if (u.duration < 0) u.duration = info.duration - u.offset;
   if (u.offset + u.duration > info.duration + kSegmentEndTolerance) {
     what << "segment " << u.offset << " s + " << u.duration << " s ends past the end of the file ("
-         << info.duration << " s)";
-    found.push_back(what.str());
-    return;
+         << info.duration << " s); clipped to " << info.duration - u.offset << " s";
+    warned.push_back(what.str());
+    u.duration = info.duration - u.offset;
   }
   if (u.duration * info.sample_rate < 1) {
     what << "zero-length segment (duration " << u.duration << " s)";
@@ -108,14 +108,14 @@ std::string ValidationReport::summary() const {
 
 ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& options) {
   std::vector<Utterance>& utterances = manifest.utterances;
-  std::vector<std::vector<std::string>> found(utterances.size());
+  std::vector<std::vector<std::string>> found(utterances.size()), warned(utterances.size());
   AudioInfoCache cache(manifest.path, manifest.use_duration_cache);
 
   std::atomic<size_t> next{0};
   auto worker = [&] {
     for (size_t i = next++; i < utterances.size(); i = next++) {
       check_transcript(utterances[i], options, found[i]);
-      check_audio(utterances[i], cache, options, found[i]);
+      check_audio(utterances[i], cache, options, found[i], warned[i]);
     }
   };
   size_t threads =
@@ -134,6 +134,8 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
   for (size_t i = 0; i < utterances.size(); ++i) {
     for (std::string& what : found[i])
       report.problems.push_back({manifest.path, utterances[i].line, what});
+    for (std::string& what : warned[i])
+      report.warnings.push_back({manifest.path, utterances[i].line, what});
     if (found[i].empty()) kept.push_back(std::move(utterances[i]));
   }
   std::stable_sort(report.problems.begin(), report.problems.end(),

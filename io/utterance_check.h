@@ -8,14 +8,18 @@
 //   audio header    file missing; unsupported format; corrupt header; no samples;
 //                   truncated (a file cut short, or a header claiming more data
 //                   than the file holds: both lengths are named)
-//   segment         offset past the end of the file; segment ends past the end
-//                   (more than kSegmentEndTolerance); zero length
+//   segment         offset past the end of the file; zero length
 //   length          longer than max_seconds (the batch budget), when max_seconds > 0
 //   samples         NaN or infinite samples, truncated data (check_samples: every sample
 //                   of the segment is decoded, on `threads` threads)
 //
 // Durations still unknown (< 0) are filled from the audio headers, through the
-// manifest's sidecar cache (AudioInfoCache).
+// manifest's sidecar cache (AudioInfoCache). A segment whose offset + duration
+// ends past the end of its file (by more than kSegmentEndTolerance) is clipped
+// to the end of the file and reported as a warning: NeMo reads such a segment
+// the same way (to the end of the file), so manifests made for it train the
+// same here, and a clip that leaves too little audio for the transcript is
+// caught by the length check like any short utterance.
 //
 // Policy: by default any problem throws Error(kBadInput) whose message lists
 // every problem as "file:line: what". With skip_bad, the bad utterances are
@@ -46,6 +50,7 @@ struct ValidationOptions {
 
 struct ValidationReport {
   std::vector<InputProblem> problems;
+  std::vector<InputProblem> warnings;  // kept utterances, changed: segments clipped
   size_t kept = 0, dropped = 0;
   // "kept K of N utterances, dropped D:" and one "file:line: what" line per problem.
   std::string summary() const;

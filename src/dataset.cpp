@@ -1,6 +1,7 @@
 // Loading a dataset for a run; see dataset.h.
 #include "src/dataset.h"
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
 
@@ -60,6 +61,15 @@ Manifest load_dataset(const Config& config, const std::string& path, const std::
   validation.threads = options.threads;
   ValidationReport report = validate_manifest(manifest, validation);
   if (log && report.dropped > 0) *log << name << ": " << report.summary() << "\n";
+  if (log) {
+    constexpr size_t kWarningsShown = 20;
+    for (size_t i = 0; i < std::min(report.warnings.size(), kWarningsShown); ++i) {
+      *log << name << ": warning: " << to_string(report.warnings[i]) << "\n";
+    }
+    if (report.warnings.size() > kWarningsShown) {
+      *log << name << ": " << report.warnings.size() - kWarningsShown << " more warnings\n";
+    }
+  }
 
   const double max_seconds = options.keep_long ? 0.0 : config.data.max_utterance_seconds;
   if (max_seconds > 0) {

@@ -192,6 +192,9 @@ TEST(ValidateManifest, SameReportOnOneThreadAndMany) {
   EXPECT_EQ(summaries[0], summaries[1]);
 }
 
+// A segment that starts past the end of its file, or has no length, is a bad
+// utterance; one that starts inside the file and runs past its end (more than
+// the tolerance) is clipped to the end of the file, with a warning.
 TEST(ValidateManifest, SegmentsOutsideTheFile) {
   TempDir dir;
   write_audio(dir.file("a.wav"), tone(1.0), 1, 16000);
@@ -200,22 +203,35 @@ TEST(ValidateManifest, SegmentsOutsideTheFile) {
       manifest,
       "{\"audio_filepath\": \"a.wav\", \"text\": \"ok\", \"offset\": 0.5}\n"
       "{\"audio_filepath\": \"a.wav\", \"text\": \"late\", \"offset\": 1.5}\n"
-      "{\"audio_filepath\": \"a.wav\", \"text\": \"over\", \"offset\": 0.5, \"duration\": 0.7}\n"
-      "{\"audio_filepath\": \"a.wav\", \"text\": \"none\", \"offset\": 0.5, \"duration\": 0}\n");
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"over\", \"offset\": 0.25, \"duration\": 0.95}\n"
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"none\", \"offset\": 0.5, \"duration\": 0}\n"
+      "{\"audio_filepath\": \"a.wav\", \"text\": \"near\", \"offset\": 0.5, \"duration\": 0.54}\n");
   Manifest m = read_manifest(manifest);
   ValidationOptions options;
   options.skip_bad = true;
   ValidationReport report = validate_manifest(m, options);
-  ASSERT_EQ(m.utterances.size(), 1u);
+  ASSERT_EQ(m.utterances.size(), 3u);
+  EXPECT_EQ(m.utterances[0].transcript, "ok");
   EXPECT_DOUBLE_EQ(m.utterances[0].duration, 0.5);
-  ASSERT_EQ(report.problems.size(), 3u);
+  EXPECT_EQ(m.utterances[1].transcript, "over");
+  EXPECT_DOUBLE_EQ(m.utterances[1].duration, 0.75);  // 1 s file - 0.25 s offset
+  EXPECT_EQ(m.utterances[2].transcript, "near");
+  EXPECT_DOUBLE_EQ(m.utterances[2].duration, 0.54);  // within the tolerance: kept as written
+  ASSERT_EQ(report.problems.size(), 2u);
   EXPECT_EQ(to_string(report.problems[0]).substr(0, manifest.size() + 3), manifest + ":2:");
   EXPECT_NE(report.problems[0].what.find("offset 1.5 s is past the end of the file (1 s)"),
             std::string::npos);
-  EXPECT_NE(
-      report.problems[1].what.find("segment 0.5 s + 0.7 s ends past the end of the file (1 s)"),
-      std::string::npos);
-  EXPECT_NE(report.problems[2].what.find("zero-length segment"), std::string::npos);
+  EXPECT_NE(report.problems[1].what.find("zero-length segment"), std::string::npos);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_EQ(to_string(report.warnings[0]),
+            manifest + ":3: audio file '" + dir.file("a.wav") +
+                "': segment 0.25 s + 0.95 s ends past the end of the file (1 s); clipped to "
+                "0.75 s");
+  // The clipped segment reads: exactly the last 0.75 s of the file.
+  EXPECT_EQ(
+      read_audio(m.utterances[1].audio_path, m.utterances[1].offset, m.utterances[1].duration, 0)
+          .size(),
+      12000u);
 }
 
 TEST(ValidateManifest, TranscriptsThatAreNotUtf8) {

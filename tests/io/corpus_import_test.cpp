@@ -194,7 +194,7 @@ TEST_F(ImportTest, KaldiWithSegments) {
        "utt9 not segmented\n"
        "utt8 missing file\n");
   const ImportReport report = import_kaldi(path("data"));
-  ASSERT_EQ(report.utterances.size(), 3u) << report.summary();
+  ASSERT_EQ(report.utterances.size(), 4u) << report.summary();
   EXPECT_EQ(report.entries, 10u) << report.summary();  // 8 text lines and 2 segments lines dropped
   EXPECT_EQ(report.utterances[0].id, "utt1");
   EXPECT_EQ(report.utterances[0].offset, 0.0);
@@ -205,10 +205,21 @@ TEST_F(ImportTest, KaldiWithSegments) {
   EXPECT_EQ(report.utterances[2].offset, 0.25);
   EXPECT_EQ(report.utterances[2].duration, 0.5);
   EXPECT_EQ(report.utterances[2].transcript, "of the flac");
-  EXPECT_NEAR(report.seconds, 3.5, 1e-9);
+  // utt4 runs past the end of its 3 s file: clipped to the end, with a warning.
+  EXPECT_EQ(report.utterances[3].id, "utt4");
+  EXPECT_EQ(report.utterances[3].offset, 2.5);
+  EXPECT_NEAR(report.utterances[3].duration, 0.5, 1e-9);
+  EXPECT_NEAR(report.seconds, 4.0, 1e-9);
+  ASSERT_EQ(report.warnings.size(), 1u) << report.summary();
+  EXPECT_EQ(report.warnings[0].line, 4);
+  EXPECT_NE(report.warnings[0].file.find("data/text"), std::string::npos);
+  EXPECT_NE(report.warnings[0].what.find("2.5 s + 6.5 s ends past the end of the file (3 s); "
+                                         "clipped to 0.5 s"),
+            std::string::npos)
+      << report.summary();
+  EXPECT_NE(report.summary().find("\n  warning: "), std::string::npos) << report.summary();
   const std::vector<std::string> why = reasons(report, root_);
-  ASSERT_EQ(why.size(), 7u) << report.summary();
-  EXPECT_TRUE(contains(why, "data/text:4: audio file '")) << report.summary();  // past the end
+  ASSERT_EQ(why.size(), 6u) << report.summary();
   EXPECT_TRUE(contains(why, "data/text:5: recording rec9 is not in")) << report.summary();
   EXPECT_TRUE(contains(why, "data/segments:6: expected '<utterance> <recording> <start> <end>'"))
       << report.summary();
@@ -221,7 +232,7 @@ TEST_F(ImportTest, KaldiWithSegments) {
   // A NeMo manifest keeps the segments.
   write_manifest(path("kaldi.jsonl"), report.utterances);
   const Manifest manifest = read_manifest(path("kaldi.jsonl"));
-  ASSERT_EQ(manifest.utterances.size(), 3u);
+  ASSERT_EQ(manifest.utterances.size(), 4u);
   EXPECT_EQ(manifest.utterances[2].id, "utt3");
   EXPECT_EQ(manifest.utterances[2].offset, 0.25);
   EXPECT_EQ(manifest.utterances[2].duration, 0.5);
