@@ -3,6 +3,7 @@
 
 #include <sentencepiece_trainer.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <unordered_map>
 
@@ -63,10 +64,26 @@ std::unique_ptr<SentencePieceTokenizer> SentencePieceTokenizer::train(
   std::string model_proto;
   auto status = sentencepiece::SentencePieceTrainer::Train(options, &sentences, &model_proto);
   if (!status.ok()) {
+    // The message starts with sentencepiece's source location and the failed
+    // condition, "./src/x.cc(660) [cond] what"; keep the what.
+    std::string what = status.message();
+    if (const size_t end = what.find("] "); what.starts_with("./") && end != std::string::npos) {
+      what.erase(0, end + 2);
+    }
+    // "Vocabulary size too high (4999). Please set it to a value <= 95."
+    const size_t limit = what.find("<= ");
+    if (what.starts_with("Vocabulary size too high") && limit != std::string::npos) {
+      const int most_pieces = std::atoi(what.c_str() + limit + 3);
+      MPIASR_FAIL(ExitCode::kUsage,
+                  "a " << model_type << " vocabulary of " << vocab_size
+                       << " (blank included) is more than the " << transcripts.size()
+                       << " training transcripts allow: at most " << most_pieces + 1
+                       << " (lower tokenizer.vocab_size, or use tokenizer.type char)");
+    }
     MPIASR_FAIL(ExitCode::kBadInput, "sentencepiece "
                                          << model_type << " training on " << transcripts.size()
                                          << " transcripts with vocab_size " << vocab_size
-                                         << " failed: " << status.ToString());
+                                         << " failed: " << what);
   }
   return std::make_unique<SentencePieceTokenizer>(std::move(model_proto), "trained model");
 }

@@ -266,8 +266,26 @@ TEST_P(SentencePiece, CountsAndDropsUnknownCharacters) {
   EXPECT_THAT(tokenizer->oov_report(), testing::HasSubstr("U+00E9 x2 '\u20ac' U+20AC x1"));
 }
 
+// A vocabulary larger than the transcripts allow is a usage error that says
+// how large it may be, not sentencepiece's "Internal: ./src/...cc(660) [...]".
+// The limit it names is one that trains.
 TEST_P(SentencePiece, TooLargeVocabularyIsAnError) {
-  EXPECT_THROW(train_tokenizer(make_sentences(20, 4), TokenizerOptions{GetParam(), 5000}), Error);
+  const std::vector<std::string> sentences = make_sentences(20, 4);
+  std::string what;
+  try {
+    train_tokenizer(sentences, TokenizerOptions{GetParam(), 5000});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+    what = e.what();
+  }
+  EXPECT_THAT(what, testing::StartsWith("a " + std::string(GetParam()) +
+                                        " vocabulary of 5000 (blank included) is more than the 20 "
+                                        "training transcripts allow: at most "));
+  EXPECT_THAT(what, testing::HasSubstr("(lower tokenizer.vocab_size, or use tokenizer.type char)"));
+  EXPECT_THAT(what, testing::Not(testing::HasSubstr("Internal")));
+  const int most = std::atoi(what.c_str() + what.find("at most ") + 8);
+  EXPECT_EQ(train_tokenizer(sentences, TokenizerOptions{GetParam(), most})->vocab_size(), most);
 }
 
 INSTANTIATE_TEST_SUITE_P(Models, SentencePiece, testing::Values("bpe", "unigram"));
