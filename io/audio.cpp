@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 namespace {
@@ -62,14 +63,8 @@ int container_for(const std::string& path) {
 }  // namespace
 
 SoundFile::SoundFile(const std::string& path) : path_(path) {
+  require_readable_file(path, "audio file", ExitCode::kBadInput);
   std::error_code error;
-  auto status = std::filesystem::status(path, error);
-  if (!std::filesystem::exists(status)) {
-    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': file not found");
-  }
-  if (!std::filesystem::is_regular_file(status)) {
-    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': not a regular file");
-  }
   size_bytes_ = std::filesystem::file_size(path, error);
   file_.reset(sf_open(path.c_str(), SFM_READ, &info_));
   if (!file_) {

@@ -104,7 +104,7 @@ void remove_path(const fs::path& path) {
   fs::remove_all(path, error);
   if (error) {
     MPIASR_FAIL(ExitCode::kCheckpoint,
-                "cannot remove " << path.string() << ": " << error.message());
+                "cannot remove " << path.string() << ": " << file_error_text(error.value()));
   }
 }
 
@@ -151,7 +151,8 @@ std::string write_checkpoint(const std::string& root, int64_t step, const Checkp
     fsync_dir(folder.parent_path().string());
   }
   if (error)
-    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot create " << root << ": " << error.message());
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                "cannot create " << root << ": " << file_error_text(error.value()));
   // Folders of interrupted writes (and of a replaced step, below) are garbage.
   for (const auto& entry : fs::directory_iterator(root)) {
     if (entry.path().filename().string().starts_with(kTmpPrefix)) remove_path(entry.path());
@@ -160,7 +161,8 @@ std::string write_checkpoint(const std::string& root, int64_t step, const Checkp
   std::string name = step_name(step);
   std::string tmp = root + "/" + kTmpPrefix + name.substr(5) + "-" + std::to_string(::getpid());
   if (!fs::create_directory(tmp, error)) {
-    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot create " << tmp << ": " << error.message());
+    MPIASR_FAIL(ExitCode::kCheckpoint,
+                "cannot create " << tmp << ": " << file_error_text(error.value()));
   }
   nlohmann::json state = contents.state;
   state["files"] = nlohmann::json::object();

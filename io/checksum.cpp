@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -34,7 +35,7 @@ uint32_t crc32_of(std::string_view bytes) {
 uint32_t crc32_of_file(const std::string& path) {
   std::unique_ptr<FILE, int (*)(FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!file)
-    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot open " << path << ": " << std::strerror(errno));
+    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot open " << path << ": " << file_error_text(errno));
   std::vector<char> buffer(1 << 20);
   uint32_t crc = static_cast<uint32_t>(::crc32(0, nullptr, 0));
   size_t got;
@@ -42,7 +43,7 @@ uint32_t crc32_of_file(const std::string& path) {
     crc = crc32_update(crc, buffer.data(), got);
   }
   if (std::ferror(file.get())) {
-    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot read " << path << ": " << std::strerror(errno));
+    MPIASR_FAIL(ExitCode::kCheckpoint, "cannot read " << path << ": " << file_error_text(errno));
   }
   return crc;
 }

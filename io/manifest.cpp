@@ -50,15 +50,8 @@ std::vector<std::string> split_lines(std::string_view text) {
 }
 
 std::string read_manifest_file(const std::string& path) {
-  std::error_code error;
-  if (!fs::exists(path, error))
-    MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': file not found");
-  std::ifstream in(path, std::ios::binary);
-  if (!in) MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': cannot open for reading");
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << path << "': read error");
-  return text.str();
+  require_readable_file(path, "manifest", ExitCode::kBadInput);
+  return read_file(path, ExitCode::kBadInput);
 }
 
 std::string single_quoted(std::string_view text) {

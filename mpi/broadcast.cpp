@@ -56,7 +56,7 @@ void broadcast_file(const Context& ctx, const std::string& path, int root) {
       const bool same = fs::is_regular_file(path) && read_file(path) == contents;
       if (!same) {
         const fs::path parent = fs::path(path).parent_path();
-        if (!parent.empty()) fs::create_directories(parent);
+        if (!parent.empty()) make_folders(parent.string(), "folder", ExitCode::kDistributed);
         write_file_atomic(path, contents);
       }
     } catch (const std::exception& e) {

@@ -16,6 +16,7 @@
 #include "io/checksum.h"
 #include "io/text_normalize.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -643,11 +644,8 @@ void check_config(const Config& c) {
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {
   Config config;
   if (!path.empty()) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) MPIASR_FAIL(ExitCode::kUsage, "cannot read config file " << path);
-    std::stringstream text;
-    text << file.rdbuf();
-    apply_yaml(config, text.str(), path);
+    require_readable_file(path, "config file", ExitCode::kUsage);
+    apply_yaml(config, read_file(path, ExitCode::kUsage), path);
   }
   apply_overrides(config, overrides);
   resolve_config(config);

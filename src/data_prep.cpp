@@ -12,6 +12,7 @@
 #include "mpi/broadcast.h"
 #include "mpi/run_on.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 #include "src/dataset.h"
 #include "src/feature_pipeline.h"
 #include "src/progress.h"
@@ -26,9 +27,11 @@ bool exists(const std::string& path) {
   return !path.empty() && std::filesystem::exists(path);
 }
 
-void make_parent_dir(const std::string& path) {
+// The folder of the file that config key `key` names (output.dir by default).
+void make_parent_dir(const std::string& path, const char* key) {
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!parent.empty())
+    make_folders(parent.string(), std::string(key) + "'s folder", ExitCode::kUsage);
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -44,7 +47,7 @@ void make_tokenizer(const Config& config, const Manifest& train, std::ostream& l
   options.kind = std::string(to_string(config.tokenizer.type));
   options.vocab_size = config.tokenizer.vocab_size;
   std::unique_ptr<Tokenizer> tokenizer = train_tokenizer(transcripts, options);
-  make_parent_dir(config.tokenizer.model_path);
+  make_parent_dir(config.tokenizer.model_path, "tokenizer.model_path");
   tokenizer->save(config.tokenizer.model_path);
   log << "tokenizer: " << options.kind << ", " << tokenizer->vocab_size()
       << " outputs (blank included), " << config.tokenizer.model_path << " (" << std::fixed
@@ -57,7 +60,7 @@ void make_cmvn(const Config& config, const Manifest& train, std::ostream& log) {
   Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
   const int threads = int(std::max(1u, std::thread::hardware_concurrency()));
   CmvnStats stats = compute_cmvn_stats(train, fbank, threads, &log);
-  make_parent_dir(config.features.cmvn_path);
+  make_parent_dir(config.features.cmvn_path, "features.cmvn_path");
   stats.save(config.features.cmvn_path);
   log << "cmvn: " << std::fixed << std::setprecision(0) << stats.frames << " frames, "
       << config.features.cmvn_path << " (" << std::setprecision(1) << seconds_since(start)

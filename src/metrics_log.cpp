@@ -12,7 +12,8 @@ namespace mpiasr {
 MetricsLog::MetricsLog(const std::string& path, bool enabled, int64_t start_step) : path_(path) {
   if (!enabled) return;
   std::filesystem::path parent = std::filesystem::path(path).parent_path();
-  if (!parent.empty()) std::filesystem::create_directories(parent);
+  if (!parent.empty())
+    make_folders(parent.string(), "output.metrics_file's folder", ExitCode::kUsage);
   std::string kept;
   if (std::filesystem::exists(path)) {
     std::istringstream lines(read_file(path));

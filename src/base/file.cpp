@@ -2,6 +2,7 @@
 #include "src/base/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -37,10 +38,64 @@ class FileDescriptor {
 };
 
 [[noreturn]] void fail_errno(ExitCode code, const std::string& what, const std::string& path) {
-  MPIASR_FAIL(code, "cannot " << what << " " << path << ": " << std::strerror(errno));
+  MPIASR_FAIL(code, "cannot " << what << " " << path << ": " << file_error_text(errno));
 }
 
 }  // namespace
+
+std::string file_error_text(int error) {
+  switch (error) {
+    case ENOENT:
+      return "file not found";
+    case EACCES:
+    case EPERM:
+      return "permission denied";
+    case ELOOP:
+      return "a symbolic link loop (too many levels of symbolic links)";
+    case EISDIR:
+      return "is a folder, not a file";
+    case ENOTDIR:
+      return "a part of the path is not a folder";
+    case ENAMETOOLONG:
+      return "the path is too long";
+    case ENOSPC:
+      return "no space left on the device";
+    case EDQUOT:
+      return "disk quota exceeded";
+    case EROFS:
+      return "read-only filesystem";
+    case EEXIST:
+      return "exists already, and is not a folder";
+    case EIO:
+      return "input/output error (a failing disk or network filesystem)";
+    default:
+      return std::strerror(error);
+  }
+}
+
+void fail_file(ExitCode code, const std::string& what, const std::string& path, int error) {
+  MPIASR_FAIL(code, what << " '" << path << "': " << file_error_text(error));
+}
+
+void require_readable_file(const std::string& path, const std::string& what, ExitCode code) {
+  struct stat status {};
+  if (::stat(path.c_str(), &status) != 0) fail_file(code, what, path, errno);
+  if (S_ISDIR(status.st_mode)) fail_file(code, what, path, EISDIR);
+  if (!S_ISREG(status.st_mode)) {
+    MPIASR_FAIL(code, what << " '" << path << "': not a regular file (a device, pipe or socket)");
+  }
+  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (fd.get() < 0) fail_file(code, what, path, errno);
+}
+
+void make_folders(const std::string& dir, const std::string& what, ExitCode code) {
+  std::error_code error;
+  fs::create_directories(dir, error);
+  if (error) {
+    MPIASR_FAIL(code, what << " '" << dir
+                           << "': cannot create the folder: " << file_error_text(error.value()));
+  }
+}
 
 void fsync_dir(const std::string& dir, ExitCode code) {
   FileDescriptor fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));

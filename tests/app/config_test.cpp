@@ -178,6 +178,16 @@ TEST(Config, SpeedFactorsAreAListFromTheFileOrTheCommandLine) {
   EXPECT_CONTAINS(override_error({"--data.speed_factors=[]"}), "data.speed_factors");
 }
 
+// A config path that is a folder, or missing, is a usage error naming it
+// (a folder used to read as an empty config).
+TEST(Config, ConfigFileMustBeAReadableFile) {
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  EXPECT_CONTAINS(error_of([&] { load_config(folder); }),
+                  "config file '" + folder + "': is a folder, not a file");
+  EXPECT_CONTAINS(error_of([&] { load_config(folder + "/no-such-config.yaml"); }),
+                  "config file '" + folder + "/no-such-config.yaml': file not found");
+}
+
 // A string that is not UTF-8 is rejected: the dump (config.yaml, the hash)
 // would carry U+FFFD instead of its bytes, so it would not load back to the
 // same config (found by tests/fuzz/config_fuzz).

@@ -293,6 +293,9 @@ TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
     EXPECT_NE(what.find("audio file '" + dir.file(name) + "': " + text), std::string::npos) << what;
   };
   expect("missing.wav", "file not found");
+  fs::create_symlink(dir.file("loop2.wav"), dir.file("loop1.wav"));
+  fs::create_symlink(dir.file("loop1.wav"), dir.file("loop2.wav"));
+  expect("loop1.wav", "a symbolic link loop (too many levels of symbolic links)");
   expect("empty.wav", "has no samples");
   expect("corrupt.wav", "corrupt header (libsndfile: Error in WAV");
   expect("song.m4a", "unsupported audio format (libsndfile: Format not recognised");
