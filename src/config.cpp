@@ -366,9 +366,9 @@ size_t edit_distance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
-// What an unknown name probably meant: the nearest candidate within a third
-// of its length (at least 2 edits), or "".
-std::string nearest(std::string_view given, const std::vector<std::string>& candidates) {
+}  // namespace
+
+std::string nearest_name(std::string_view given, const std::vector<std::string>& candidates) {
   std::string best;
   size_t best_distance = std::max<size_t>(2, given.size() / 3) + 1;
   for (const std::string& candidate : candidates) {
@@ -380,6 +380,8 @@ std::string nearest(std::string_view given, const std::vector<std::string>& cand
   }
   return best;
 }
+
+namespace {
 
 std::string join(const std::vector<std::string>& items) {
   std::string text;
@@ -398,13 +400,14 @@ std::string join(const std::vector<std::string>& items) {
   size_t dot = given.find('.');
   std::string section = given.substr(0, dot);
   std::string name = dot == std::string::npos ? given : given.substr(dot + 1);
-  std::string suggestion = nearest(given, full_keys);
+  std::string suggestion = nearest_name(given, full_keys);
   if (suggestion.empty()) {
     for (const Key& key : key_table()) {
       if (key.name == name) suggestion = key.full();
     }
   }
-  if (suggestion.empty() && dot == std::string::npos) suggestion = nearest(given, section_names());
+  if (suggestion.empty() && dot == std::string::npos)
+    suggestion = nearest_name(given, section_names());
   std::string what = dot == std::string::npos ? "section" : "key";
   if (!suggestion.empty()) {
     MPIASR_FAIL(ExitCode::kUsage, "unknown " << what << " '" << given << "' in " << origin

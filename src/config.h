@@ -272,4 +272,9 @@ uint64_t config_hash(const Config& config);
 // Every "section.key", in table order.
 std::vector<std::string> config_keys();
 
+// What a misspelt name probably meant: the candidate nearest to `given` in
+// edit distance, within a third of its length (at least 2 edits), or "".
+// Config keys and the program's commands use it.
+std::string nearest_name(std::string_view given, const std::vector<std::string>& candidates);
+
 }  // namespace mpiasr

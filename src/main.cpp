@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
@@ -18,6 +19,7 @@
 #include "src/base/error.h"
 #include "src/build_info.h"
 #include "src/commands.h"
+#include "src/config.h"
 
 namespace {
 
@@ -76,6 +78,21 @@ int main(int argc, char** argv) {
       mpiasr::add_import_command(app),     mpiasr::add_prepare_command(app),
       mpiasr::add_train_command(app),      mpiasr::add_eval_command(app),
       mpiasr::add_transcribe_command(app), mpiasr::add_lm_command(app)};
+  // CLI11 calls an unknown first word a missing subcommand; name it instead.
+  std::vector<std::string> names;
+  std::string listed;
+  for (const mpiasr::Command& command : commands) {
+    names.push_back(command.app->get_name());
+    listed += (listed.empty() ? "" : ", ") + names.back();
+  }
+  if (argc > 1 && argv[1][0] != '-' &&
+      std::find(names.begin(), names.end(), argv[1]) == names.end()) {
+    const std::string nearest = mpiasr::nearest_name(argv[1], names);
+    std::cerr << "mpiasr: error: unknown command '" << argv[1] << "'"
+              << (nearest.empty() ? "" : "; did you mean '" + nearest + "'?")
+              << " (commands: " << listed << ")\n";
+    return int(ExitCode::kUsage);
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
