@@ -28,7 +28,8 @@ std::string step_name(int64_t step) {
   return name;
 }
 
-// The step of a folder named step-NNNNNNNN (8 to 18 digits), else nullopt.
+}  // namespace
+
 std::optional<int64_t> parse_step_name(std::string_view name) {
   if (!name.starts_with("step-")) return std::nullopt;
   std::string_view digits = name.substr(5);
@@ -41,7 +42,6 @@ std::optional<int64_t> parse_step_name(std::string_view name) {
   return step;
 }
 
-// Steps of the step-NNNNNNNN folders under ROOT, ascending.
 std::vector<int64_t> step_folders(const std::string& root) {
   std::vector<int64_t> steps;
   std::error_code error;
@@ -52,6 +52,8 @@ std::vector<int64_t> step_folders(const std::string& root) {
   std::sort(steps.begin(), steps.end());
   return steps;
 }
+
+namespace {
 
 bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." && name.find('/') == std::string::npos &&
@@ -89,10 +91,12 @@ std::optional<std::string> file_problem(const std::string& dir, const std::strin
 std::optional<std::string> read_state(const std::string& dir, nlohmann::json& state) {
   std::string path = dir + "/" + kStateFile;
   if (!fs::exists(path)) return std::string(kStateFile) + " is missing";
-  state = nlohmann::json::parse(read_file(path), nullptr, /*allow_exceptions=*/false);
-  if (state.is_discarded() || !state.is_object()) {
-    return std::string(kStateFile) + " does not parse as a JSON object";
+  try {
+    state = nlohmann::json::parse(read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    return std::string(kStateFile) + " is not valid JSON (" + e.what() + ")";
   }
+  if (!state.is_object()) return std::string(kStateFile) + " is not a JSON object";
   if (!state.contains("files") || !state["files"].is_object()) {
     return std::string(kStateFile) + " has no \"files\" checksums";
   }
@@ -201,6 +205,10 @@ std::string write_checkpoint(const std::string& root, int64_t step, const Checkp
   }
   fsync_dir(root);
   return final_dir;
+}
+
+std::optional<std::string> read_checkpoint_state(const std::string& dir, nlohmann::json& state) {
+  return read_state(dir, state);
 }
 
 std::optional<std::string> checkpoint_problem(const std::string& dir) {

@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace mpiasr {
@@ -47,6 +48,16 @@ std::string checkpoint_dir(const std::string& root, int64_t step);
 // Returns the checkpoint's folder. Errors have ExitCode::kCheckpoint.
 std::string write_checkpoint(const std::string& root, int64_t step, const CheckpointFiles& contents,
                              int keep_last, std::optional<int64_t> best_step);
+
+// The step of a folder named step-NNNNNNNN (8 to 18 digits), else nullopt.
+std::optional<int64_t> parse_step_name(std::string_view name);
+
+// Steps of the step-NNNNNNNN folders under ROOT, intact or not, ascending.
+std::vector<int64_t> step_folders(const std::string& root);
+
+// Parses DIR/state.json into `state`, with its "files" checksums (which are
+// not verified here); returns what is wrong with it, or nullopt.
+std::optional<std::string> read_checkpoint_state(const std::string& dir, nlohmann::json& state);
 
 // Why the checkpoint folder `dir` is not intact, or nullopt when it is.
 std::optional<std::string> checkpoint_problem(const std::string& dir);

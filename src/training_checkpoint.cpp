@@ -1,6 +1,7 @@
 // Training checkpoint contents; see training_checkpoint.h.
 #include "src/training_checkpoint.h"
 
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <vector>
@@ -130,12 +131,29 @@ CheckpointFiles make_checkpoint_files(const NamedTensors& model, const NamedTens
 }
 
 CheckpointLocation locate_checkpoint(const std::string& path, const CheckpointLog& log) {
-  if (fs::is_regular_file(fs::path(path) / "state.json")) {
-    const fs::path dir = fs::absolute(path).lexically_normal();
-    const std::string root = (dir.filename().empty() ? dir.parent_path() : dir).parent_path();
-    nlohmann::json state = nlohmann::json::parse(read_file(path + "/state.json"), nullptr, false);
-    if (!state.is_object() || !state.contains("step") || !state["step"].is_number_integer()) {
-      MPIASR_FAIL(ExitCode::kCheckpoint, path << "/state.json has no step");
+  std::error_code error;
+  if (!fs::is_directory(path, error)) {
+    fail_file(ExitCode::kCheckpoint, "checkpoint", path, fs::exists(path) ? ENOTDIR : ENOENT);
+  }
+  const fs::path absolute = fs::absolute(path).lexically_normal();
+  const fs::path dir = absolute.filename().empty() ? absolute.parent_path() : absolute;
+  // A step folder: named like one, or holding a state.json. Its state.json
+  // must name its step; read_checkpoint verifies the files when it is loaded.
+  if (parse_step_name(dir.filename().string()) || fs::exists(dir / "state.json")) {
+    const std::string root = dir.parent_path().string();
+    nlohmann::json state;
+    std::optional<std::string> problem = read_checkpoint_state(path, state);
+    if (!problem && (!state.contains("step") || !state["step"].is_number_integer())) {
+      problem = "state.json has no integer \"step\"";
+    }
+    if (problem) {
+      // Point at an intact neighbour, if the folder has one.
+      const std::optional<int64_t> intact = find_latest_intact(root, [](const std::string&) {});
+      MPIASR_FAIL(ExitCode::kCheckpoint,
+                  "checkpoint " << path << " is not intact: " << *problem
+                                << (intact ? "; the newest intact checkpoint next to it is " +
+                                                 checkpoint_dir(root, *intact)
+                                           : std::string()));
     }
     const int64_t step = state["step"].get<int64_t>();
     if (!fs::equivalent(checkpoint_dir(root, step), path)) {
@@ -148,7 +166,12 @@ CheckpointLocation locate_checkpoint(const std::string& path, const CheckpointLo
     return locate_checkpoint(path + "/checkpoints", log);
   }
   for (const char* pointer : {"best", "latest"}) {
-    std::optional<int64_t> step = read_checkpoint_pointer(path, pointer);
+    std::optional<int64_t> step;
+    try {
+      step = read_checkpoint_pointer(path, pointer);
+    } catch (const Error& e) {  // garbled: the checkpoints themselves may be fine
+      log(std::string(e.what()) + "; looking for the newest intact checkpoint instead");
+    }
     if (!step) continue;
     const std::string dir = checkpoint_dir(path, *step);
     if (std::optional<std::string> problem = checkpoint_problem(dir)) {

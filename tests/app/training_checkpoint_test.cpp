@@ -5,6 +5,7 @@
 // pointers, output folder) and skips a corrupt pointed-to checkpoint.
 #include "src/training_checkpoint.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -155,16 +156,62 @@ TEST_F(LocateTest, SkipsACorruptPointedCheckpoint) {
       << messages_[0];
 }
 
-TEST_F(LocateTest, NothingThereIsACheckpointError) {
+// The message of the checkpoint Error that locate_checkpoint(path) throws.
+std::string locate_error(const std::string& path, const CheckpointLog& log) {
   try {
-    locate_checkpoint(output_ + "/nothing", log_);
-    FAIL() << "no error";
+    locate_checkpoint(path, log);
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ExitCode::kCheckpoint);
-    EXPECT_NE(std::string(e.what()).find("no intact checkpoint in " + output_ + "/nothing"),
-              std::string::npos)
-        << e.what();
+    return e.what();
   }
+  ADD_FAILURE() << "no error for " << path;
+  return "";
+}
+
+TEST_F(LocateTest, NothingThereIsACheckpointError) {
+  EXPECT_THAT(locate_error(output_ + "/nothing", log_),
+              testing::StartsWith("checkpoint '" + output_ + "/nothing': file not found"));
+  std::filesystem::create_directories(output_ + "/empty");
+  EXPECT_THAT(locate_error(output_ + "/empty", log_),
+              testing::StartsWith("no intact checkpoint in " + output_ + "/empty"));
+}
+
+// A step folder whose state.json is missing or garbled says so (not "no
+// intact checkpoint... give a step folder" or "has no step"), where the JSON
+// breaks, and which checkpoint next to it is intact.
+TEST_F(LocateTest, AStepFolderSaysWhatIsWrongWithItsStateJson) {
+  const std::string step300 = checkpoint_dir(root_, 300), step200 = checkpoint_dir(root_, 200);
+  std::filesystem::remove(step300 + "/state.json");
+  EXPECT_THAT(locate_error(step300, log_),
+              testing::StartsWith("checkpoint " + step300 +
+                                  " is not intact: state.json is missing; the newest intact "
+                                  "checkpoint next to it is " +
+                                  step200));
+  write_file_synced(step300 + "/state.json", "{\"step\": 300, \"files\": ");
+  const std::string garbled = locate_error(step300, log_);
+  EXPECT_THAT(garbled, testing::StartsWith("checkpoint " + step300 +
+                                           " is not intact: state.json is not valid JSON ("));
+  EXPECT_THAT(garbled, testing::HasSubstr("parse error at line 1, column 24"));
+  write_file_synced(step300 + "/state.json", "{\"files\": {}}");
+  EXPECT_THAT(locate_error(step300, log_),
+              testing::StartsWith("checkpoint " + step300 +
+                                  " is not intact: state.json has no integer \"step\""));
+}
+
+// A garbled pointer is reported, and the newest intact checkpoint is used.
+TEST_F(LocateTest, AGarbledPointerFallsBackToTheNewestIntact) {
+  write_file_synced(root_ + "/best", "step-0000\x01\n");
+  write_file_synced(root_ + "/latest", "garbage");
+  const CheckpointLocation found = locate_checkpoint(output_, log_);
+  EXPECT_EQ(found.step, 300);
+  ASSERT_EQ(messages_.size(), 2u);
+  EXPECT_THAT(messages_[0], testing::StartsWith(root_ + "/best: expected a folder name like "
+                                                        "step-00001000"));
+  EXPECT_THAT(messages_[1],
+              testing::HasSubstr("/latest: expected a folder name like step-00001000, "
+                                 "found 'garbage'"));
+  EXPECT_THAT(messages_[1],
+              testing::HasSubstr("; looking for the newest intact checkpoint instead"));
 }
 
 }  // namespace

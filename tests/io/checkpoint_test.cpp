@@ -191,9 +191,10 @@ TEST_F(CheckpointTest, MissingOrBrokenStateJsonFallsBack) {
   ASSERT_EQ(log.size(), 3u);
   EXPECT_NE(log[0].find("step-00000004 is not intact: state.json is missing"), std::string::npos)
       << log[0];
-  EXPECT_NE(log[1].find("step-00000003 is not intact: state.json does not parse"),
+  EXPECT_NE(log[1].find("step-00000003 is not intact: state.json is not valid JSON ("),
             std::string::npos)
       << log[1];
+  EXPECT_NE(log[1].find("parse error at line 1, column 12"), std::string::npos) << log[1];
   EXPECT_NE(log[2].find("step-00000002 is not intact: config.yaml is missing"), std::string::npos)
       << log[2];
 }
