@@ -248,13 +248,27 @@ void Trainer<Act, Acc>::resume() {
   std::optional<int64_t> step;
   if (config_.checkpoint.resume == ResumeMode::kAuto) {
     std::vector<int64_t> intact;
+    int64_t folders = 0;
     if (is_writer_) {
+      folders = int64_t(step_folders(root).size());
       intact = list_intact_steps(root, [&](const std::string& message) {
         (ctx_.is_main() ? log_ : std::cerr)
             << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
       });
     }
     step = mpi::agree_resume_step(ctx_, fs_mode, intact);
+    // Checkpoints that are all corrupt are not "no checkpoint": starting over
+    // would throw the run away and write over them.
+    const int64_t broken =
+        mpi::allreduce_max(ctx_, folders - int64_t(intact.size()), "checkpoint check");
+    if (!step && broken > 0) {
+      std::ostringstream message;
+      message << "no checkpoint in " << root << " can be resumed: " << broken
+              << " step folder(s) are not intact (each is reported above), and starting over "
+                 "would write over them. Repair or move them, or start over on purpose with "
+                 "--checkpoint.resume=never";
+      throw mpi::CollectiveError(ExitCode::kCheckpoint, message.str());
+    }
   }
   if (!step) {
     log_ << "starting from scratch (no checkpoint in " << root << ")\n";

@@ -134,6 +134,46 @@ TEST(TrainerTest, CorruptNewestCheckpointIsReportedAndThePreviousOneResumed) {
   expect_same_run(whole, damaged, 8);
 }
 
+// When every checkpoint is corrupt, train stops (exit 4) instead of starting
+// over and writing over them; --checkpoint.resume=never starts over.
+TEST(TrainerTest, EveryCheckpointCorruptStopsInsteadOfStartingOver) {
+  const Config config = tiny_config(fresh_dir("all_corrupt"));
+  run(config);
+  const std::vector<int64_t> steps = step_folders(config.checkpoint.dir);
+  ASSERT_GE(steps.size(), 2u);
+  std::vector<std::string> damaged;
+  for (int64_t step : steps) {
+    const std::string model = checkpoint_dir(config.checkpoint.dir, step) + "/" + kModelFile;
+    std::string bytes = read_file(model);
+    bytes[bytes.size() / 2] ^= 0x40;
+    write_file_synced(model, bytes);
+    damaged.push_back(bytes);
+  }
+  try {
+    run(config);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("no checkpoint in " + config.checkpoint.dir +
+                                         " can be resumed: " + std::to_string(steps.size()) +
+                                         " step folder(s) are not intact"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("start over on purpose with --checkpoint.resume=never"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(step_folders(config.checkpoint.dir), steps);  // left as they were
+  for (size_t i = 0; i < steps.size(); ++i) {
+    EXPECT_EQ(checkpoint_file(config, steps[i], kModelFile), damaged[i]) << steps[i];
+  }
+
+  const Config over = tiny_config(config.output.dir, {"--checkpoint.resume=never"});
+  std::string log;
+  EXPECT_TRUE(run(over, {}, &log).finished);
+  EXPECT_NE(log.find("starting from scratch"), std::string::npos) << log;
+}
+
 TEST(TrainerTest, ConfigOverridesReachTheTrainingState) {
   const Config config =
       tiny_config(fresh_dir("overrides"),
