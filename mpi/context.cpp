@@ -14,14 +14,20 @@ namespace mpiasr::mpi {
 
 namespace {
 
-// Sum over this rank's CPUs of 1 / (ranks of the node allowed on that CPU).
-int threads_from_affinity(MPI_Comm node_comm, int local_size) {
+// The CPUs this process may run on.
+cpu_set_t usable_cpus() {
   cpu_set_t mine;
   CPU_ZERO(&mine);
   if (sched_getaffinity(0, sizeof(mine), &mine) != 0) {
     const int cores = int(std::max(1u, std::thread::hardware_concurrency()));
     for (int cpu = 0; cpu < std::min(cores, CPU_SETSIZE); ++cpu) CPU_SET(cpu, &mine);
   }
+  return mine;
+}
+
+// Sum over this rank's CPUs of 1 / (ranks of the node allowed on that CPU).
+int threads_from_affinity(MPI_Comm node_comm, int local_size) {
+  cpu_set_t mine = usable_cpus();
   std::vector<cpu_set_t> all(static_cast<size_t>(local_size));
   MPI_CHECK(MPI_Allgather(&mine, sizeof(cpu_set_t), MPI_BYTE, all.data(), sizeof(cpu_set_t),
                           MPI_BYTE, node_comm));
@@ -80,7 +86,20 @@ Context Context::world() {
                           ctx.world_.get()));
 
   ctx.default_threads_ = threads_from_affinity(ctx.node_.get(), ctx.local_size_);
+  const cpu_set_t cpus = usable_cpus();
+  ctx.usable_cores_ = std::max(1, CPU_COUNT(&cpus));
   return ctx;
+}
+
+int Context::compute_threads(int requested, const std::string& option) const {
+  if (requested == 0) return default_threads_;
+  if (requested < 0 || requested > usable_cores_) {
+    MPIASR_FAIL(ExitCode::kUsage, option << " = " << requested << ": expected 1 to "
+                                         << usable_cores_ << ", the cores this process may use on "
+                                         << hostname() << " (or 0: cores / ranks on the node, "
+                                         << default_threads_ << " here)");
+  }
+  return requested;
 }
 
 std::string Context::rank_name(int rank) const {

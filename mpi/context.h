@@ -55,6 +55,13 @@ class Context {
   // on it), summed and rounded down, at least 1. Unbound ranks on a C-core
   // node get C / local_size; ranks bound to disjoint cores get their cores.
   int default_threads() const { return default_threads_; }
+  // The CPUs this process may run on (sched_getaffinity).
+  int usable_cores() const { return usable_cores_; }
+  // Threads for this rank's compute from an option's value: 0 gives
+  // default_threads(); 1..usable_cores() is taken as it is; anything else
+  // (negative, more threads than cores: OpenMP then crashes or eats the
+  // memory) throws Error(kUsage) naming `option` and the cores.
+  int compute_threads(int requested, const std::string& option) const;
 
   // Every rank's hostname and node index, and names for messages:
   // "rank 3 (nodeB)", "node 1 (nodeB)".
@@ -87,6 +94,7 @@ class Context {
   int node_index_ = 0;
   int num_nodes_ = 1;
   int default_threads_ = 1;
+  int usable_cores_ = 1;
   std::vector<std::string> rank_hostnames_;
   std::vector<int> rank_nodes_;
   int64_t step_ = 0;

@@ -13,6 +13,7 @@
 #include <set>
 #include <sstream>
 
+#include "io/audio.h"
 #include "io/checksum.h"
 #include "io/text_normalize.h"
 #include "src/base/error.h"
@@ -221,28 +222,74 @@ void emit(YAML::Emitter& out, const std::optional<T>& value) {
   }
 }
 
-// One row of the key table: the names and how to set and write the field.
+// One row of the key table: the names, how to set and write the field, and
+// for an integer field the range every value must be in.
 struct Key {
   std::string section;
   std::string name;
   void (*parse)(Config&, const YAML::Node&, const Where&);
   void (*emit)(const Config&, YAML::Emitter&);
+  // Integer fields: [min, max], and the field's value (nullopt when unset).
+  int64_t min = 0, max = -1;
+  std::optional<int64_t> (*integer)(const Config&) = nullptr;
   std::string full() const { return section + "." + name; }
+  std::string range() const { return "[" + std::to_string(min) + ", " + std::to_string(max) + "]"; }
+  bool in_range(const Config& config) const {
+    const std::optional<int64_t> value = integer ? integer(config) : std::nullopt;
+    return !value || (*value >= min && *value <= max);
+  }
 };
 
-template <auto Section, auto Field>
+// Integer fields that must have a range: every int and int64 (a thread count
+// of 10^6, a queue of 10^9 batches or 10^5 layers would crash or exhaust the
+// machine instead of failing with a message). The seed, a uint64, takes any value.
+template <typename T>
+constexpr bool kBoundedInteger =
+    std::is_same_v<T, int> || std::is_same_v<T, int64_t> || std::is_same_v<T, std::optional<int>>;
+
+std::optional<int64_t> integer_of(int64_t value) {
+  return value;
+}
+std::optional<int64_t> integer_of(const std::optional<int>& value) {
+  return value ? std::optional<int64_t>(*value) : std::nullopt;
+}
+
+// Min > Max (the default): no range, which only non-integer fields may have.
+template <auto Section, auto Field, int64_t Min = 1, int64_t Max = 0>
 Key make_key(const char* section, const char* name) {
-  return Key{section, name,
-             [](Config& config, const YAML::Node& node, const Where& where) {
-               parse(node, (config.*Section).*Field, where);
-             },
-             [](const Config& config, YAML::Emitter& out) { emit(out, (config.*Section).*Field); }};
+  using Value = std::remove_cvref_t<decltype(Config{}.*Section.*Field)>;
+  static_assert(!kBoundedInteger<Value> || Min <= Max,
+                "an integer key needs its range: MPIASR_INT_KEY(section, field, min, max)");
+  Key key{section, name,
+          [](Config& config, const YAML::Node& node, const Where& where) {
+            parse(node, (config.*Section).*Field, where);
+            if constexpr (kBoundedInteger<Value>) {
+              const std::optional<int64_t> value = integer_of((config.*Section).*Field);
+              if (value && (*value < Min || *value > Max)) {
+                bad_value(
+                    node, where,
+                    "an integer in [" + std::to_string(Min) + ", " + std::to_string(Max) + "]");
+              }
+            }
+          },
+          [](const Config& config, YAML::Emitter& out) { emit(out, (config.*Section).*Field); }};
+  if constexpr (kBoundedInteger<Value>) {
+    key.min = Min;
+    key.max = Max;
+    key.integer = [](const Config& config) { return integer_of((config.*Section).*Field); };
+  }
+  return key;
 }
 
 #define MPIASR_KEY(section, field) \
   make_key<&Config::section, &decltype(Config::section)::field>(#section, #field)
+#define MPIASR_INT_KEY(section, field, min, max)                                             \
+  make_key<&Config::section, &decltype(Config::section)::field, int64_t(min), int64_t(max)>( \
+      #section, #field)
 
-// Every key, in dump order. A new key: its field in config.h, one line here.
+// Every key, in dump order. A new key: its field in config.h, one line here;
+// an integer key with its range, which every value, from the file or the
+// command line, must be in.
 const std::vector<Key>& key_table() {
   static const std::vector<Key> table = {
       MPIASR_KEY(data, train_manifest),
@@ -256,14 +303,14 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(data, speed_factors),
       MPIASR_KEY(batching, mode),
       MPIASR_KEY(batching, max_batch_seconds),
-      MPIASR_KEY(batching, max_batch_utterances),
-      MPIASR_KEY(batching, batch_size),
-      MPIASR_KEY(batching, num_buckets),
+      MPIASR_INT_KEY(batching, max_batch_utterances, 1, 100000),
+      MPIASR_INT_KEY(batching, batch_size, 1, 100000),
+      MPIASR_INT_KEY(batching, num_buckets, 1, 100000),
       MPIASR_KEY(batching, drop_last),
-      MPIASR_KEY(batching, workers),
-      MPIASR_KEY(batching, queue_depth),
-      MPIASR_KEY(features, sample_rate),
-      MPIASR_KEY(features, n_mels),
+      MPIASR_INT_KEY(batching, workers, 1, 256),
+      MPIASR_INT_KEY(batching, queue_depth, 1, 1024),
+      MPIASR_INT_KEY(features, sample_rate, kMinSampleRate, kMaxSampleRate),
+      MPIASR_INT_KEY(features, n_mels, 1, 1024),
       MPIASR_KEY(features, window),
       MPIASR_KEY(features, preemphasis),
       MPIASR_KEY(features, dither),
@@ -271,22 +318,22 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(features, cmvn),
       MPIASR_KEY(features, cmvn_path),
       MPIASR_KEY(spec_augment, enabled),
-      MPIASR_KEY(spec_augment, freq_masks),
-      MPIASR_KEY(spec_augment, freq_width),
-      MPIASR_KEY(spec_augment, time_masks),
+      MPIASR_INT_KEY(spec_augment, freq_masks, 0, 1000),
+      MPIASR_INT_KEY(spec_augment, freq_width, 0, 1024),
+      MPIASR_INT_KEY(spec_augment, time_masks, 0, 10000),
       MPIASR_KEY(spec_augment, time_width_ratio),
       MPIASR_KEY(tokenizer, type),
-      MPIASR_KEY(tokenizer, vocab_size),
+      MPIASR_INT_KEY(tokenizer, vocab_size, 2, 1000000),
       MPIASR_KEY(tokenizer, model_path),
       MPIASR_KEY(tokenizer, lowercase),
       MPIASR_KEY(tokenizer, strip_punctuation),
       MPIASR_KEY(model, preset),
-      MPIASR_KEY(model, d_model),
-      MPIASR_KEY(model, n_layers),
-      MPIASR_KEY(model, n_heads),
-      MPIASR_KEY(model, ff_mult),
-      MPIASR_KEY(model, conv_kernel),
-      MPIASR_KEY(model, subsampling_channels),
+      MPIASR_INT_KEY(model, d_model, 1, 65536),
+      MPIASR_INT_KEY(model, n_layers, 1, 1000),
+      MPIASR_INT_KEY(model, n_heads, 1, 1024),
+      MPIASR_INT_KEY(model, ff_mult, 1, 64),
+      MPIASR_INT_KEY(model, conv_kernel, 1, 1023),
+      MPIASR_INT_KEY(model, subsampling_channels, 1, 65536),
       MPIASR_KEY(model, dropout),
       MPIASR_KEY(optimizer, lr),
       MPIASR_KEY(optimizer, beta1),
@@ -295,29 +342,29 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(optimizer, weight_decay),
       MPIASR_KEY(optimizer, clip_norm),
       MPIASR_KEY(schedule, type),
-      MPIASR_KEY(schedule, warmup_steps),
+      MPIASR_INT_KEY(schedule, warmup_steps, 0, 1e12),
       MPIASR_KEY(schedule, noam_factor),
       MPIASR_KEY(schedule, min_lr),
       MPIASR_KEY(schedule, lr_scaling),
-      MPIASR_KEY(schedule, reference_batch),
+      MPIASR_INT_KEY(schedule, reference_batch, 1, 1000000),
       MPIASR_KEY(precision, mode),
       MPIASR_KEY(precision, init_scale),
-      MPIASR_KEY(precision, growth_interval),
-      MPIASR_KEY(precision, max_skips_at_min_scale),
+      MPIASR_INT_KEY(precision, growth_interval, 1, 1000000000),
+      MPIASR_INT_KEY(precision, max_skips_at_min_scale, 1, 1000000000),
       MPIASR_KEY(training, device),
-      MPIASR_KEY(training, epochs),
-      MPIASR_KEY(training, max_steps),
+      MPIASR_INT_KEY(training, epochs, 1, 1000000),
+      MPIASR_INT_KEY(training, max_steps, 0, 1e15),
       MPIASR_KEY(training, max_minutes),
-      MPIASR_KEY(training, accumulation),
+      MPIASR_INT_KEY(training, accumulation, 1, 100000),
       MPIASR_KEY(training, seed),
-      MPIASR_KEY(training, threads),
+      MPIASR_INT_KEY(training, threads, 0, kMaxThreads),
       MPIASR_KEY(training, zero_infinity),
-      MPIASR_KEY(training, log_every),
+      MPIASR_INT_KEY(training, log_every, 1, 1000000000),
       MPIASR_KEY(training, gpu_reserve_mb),
-      MPIASR_KEY(validation, every_steps),
+      MPIASR_INT_KEY(validation, every_steps, 0, 1e15),
       MPIASR_KEY(checkpoint, dir),
-      MPIASR_KEY(checkpoint, every_steps),
-      MPIASR_KEY(checkpoint, keep_last),
+      MPIASR_INT_KEY(checkpoint, every_steps, 0, 1e15),
+      MPIASR_INT_KEY(checkpoint, keep_last, 1, 100000),
       MPIASR_KEY(checkpoint, fs_mode),
       MPIASR_KEY(checkpoint, resume),
       MPIASR_KEY(distributed, bucket_mb),
@@ -330,6 +377,7 @@ const std::vector<Key>& key_table() {
   return table;
 }
 #undef MPIASR_KEY
+#undef MPIASR_INT_KEY
 
 const Key* find_key(std::string_view full) {
   for (const Key& key : key_table()) {
@@ -441,11 +489,6 @@ void require(bool ok, const char* key, const T& value, const char* rule) {
   if (!ok) MPIASR_FAIL(ExitCode::kUsage, "config key '" << key << "' = " << value << ": " << rule);
 }
 
-template <typename T>
-void require_positive_if_set(const char* key, const std::optional<T>& value) {
-  if (value) require(*value > 0, key, *value, "must be positive");
-}
-
 }  // namespace
 
 std::vector<std::string> config_keys() {
@@ -541,6 +584,11 @@ void resolve_config(Config& config) {
 }
 
 void check_config(const Config& c) {
+  for (const Key& key : key_table()) {
+    if (!key.in_range(c)) {
+      require(false, key.full().c_str(), *key.integer(c), ("must be in " + key.range()).c_str());
+    }
+  }
   require(c.data.max_utterance_seconds >= 0, "data.max_utterance_seconds",
           c.data.max_utterance_seconds, "must be >= 0 (0 = no limit)");
   require(!c.data.speed_factors.empty(), "data.speed_factors", "[]", "must list a factor");
@@ -549,38 +597,16 @@ void check_config(const Config& c) {
   }
   require(c.batching.max_batch_seconds > 0, "batching.max_batch_seconds",
           c.batching.max_batch_seconds, "must be positive");
-  require(c.batching.max_batch_utterances >= 1, "batching.max_batch_utterances",
-          c.batching.max_batch_utterances, "must be >= 1");
-  require(c.batching.batch_size >= 1, "batching.batch_size", c.batching.batch_size, "must be >= 1");
-  require(c.batching.num_buckets >= 1, "batching.num_buckets", c.batching.num_buckets,
-          "must be >= 1");
-  require(c.batching.workers >= 1, "batching.workers", c.batching.workers, "must be >= 1");
-  require(c.batching.queue_depth >= 1, "batching.queue_depth", c.batching.queue_depth,
-          "must be >= 1");
-  require(c.features.sample_rate > 0, "features.sample_rate", c.features.sample_rate,
-          "must be positive");
-  require(c.features.n_mels > 0, "features.n_mels", c.features.n_mels, "must be positive");
   require(c.features.preemphasis >= 0 && c.features.preemphasis < 1, "features.preemphasis",
           c.features.preemphasis, "must be in [0, 1)");
   require(c.features.dither >= 0, "features.dither", c.features.dither, "must be >= 0");
-  require(c.spec_augment.freq_masks >= 0, "spec_augment.freq_masks", c.spec_augment.freq_masks,
-          "must be >= 0");
-  require(c.spec_augment.freq_width >= 0 && c.spec_augment.freq_width <= c.features.n_mels,
-          "spec_augment.freq_width", c.spec_augment.freq_width, "must be in [0, features.n_mels]");
-  require(c.spec_augment.time_masks >= 0, "spec_augment.time_masks", c.spec_augment.time_masks,
-          "must be >= 0");
+  require(c.spec_augment.freq_width <= c.features.n_mels, "spec_augment.freq_width",
+          c.spec_augment.freq_width, "must be at most features.n_mels");
   require(c.spec_augment.time_width_ratio >= 0 && c.spec_augment.time_width_ratio <= 1,
           "spec_augment.time_width_ratio", c.spec_augment.time_width_ratio, "must be in [0, 1]");
-  require(c.tokenizer.type == TokenizerType::kChar || c.tokenizer.vocab_size >= 2,
-          "tokenizer.vocab_size", c.tokenizer.vocab_size, "must be >= 2 for bpe and unigram");
-  require_positive_if_set("model.d_model", c.model.d_model);
-  require_positive_if_set("model.n_layers", c.model.n_layers);
-  require_positive_if_set("model.n_heads", c.model.n_heads);
-  require_positive_if_set("model.ff_mult", c.model.ff_mult);
-  require_positive_if_set("model.subsampling_channels", c.model.subsampling_channels);
   if (c.model.conv_kernel) {
-    require(*c.model.conv_kernel > 0 && *c.model.conv_kernel % 2 == 1, "model.conv_kernel",
-            *c.model.conv_kernel, "must be odd and positive");
+    require(*c.model.conv_kernel % 2 == 1, "model.conv_kernel", *c.model.conv_kernel,
+            "must be odd");
   }
   if (c.model.d_model && c.model.n_heads) {
     require(*c.model.d_model % *c.model.n_heads == 0, "model.d_model", *c.model.d_model,
@@ -600,41 +626,19 @@ void check_config(const Config& c) {
           "must be >= 0");
   require(c.optimizer.clip_norm >= 0, "optimizer.clip_norm", c.optimizer.clip_norm,
           "must be >= 0 (0 = no clipping)");
-  require(c.schedule.warmup_steps >= 0, "schedule.warmup_steps", c.schedule.warmup_steps,
-          "must be >= 0");
   require(c.schedule.type != ScheduleType::kNoam || c.schedule.warmup_steps > 0,
           "schedule.warmup_steps", c.schedule.warmup_steps, "must be positive for noam");
   require(c.schedule.noam_factor > 0, "schedule.noam_factor", c.schedule.noam_factor,
           "must be positive");
   require(c.schedule.min_lr >= 0, "schedule.min_lr", c.schedule.min_lr, "must be >= 0");
-  require(c.schedule.reference_batch >= 1, "schedule.reference_batch", c.schedule.reference_batch,
-          "must be >= 1");
   require(c.precision.init_scale > 0, "precision.init_scale", c.precision.init_scale,
           "must be positive");
-  require(c.precision.growth_interval >= 1, "precision.growth_interval",
-          c.precision.growth_interval, "must be >= 1");
-  require(c.precision.max_skips_at_min_scale >= 1, "precision.max_skips_at_min_scale",
-          c.precision.max_skips_at_min_scale, "must be >= 1");
   require(c.training.device != DeviceType::kCpu || c.precision.mode != Precision::kFp16Mixed,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
-  require(c.training.epochs >= 1, "training.epochs", c.training.epochs, "must be >= 1");
-  require(c.training.max_steps >= 0, "training.max_steps", c.training.max_steps,
-          "must be >= 0 (0 = no limit)");
   require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,
           "must be >= 0 (0 = no limit)");
-  require(c.training.accumulation >= 1, "training.accumulation", c.training.accumulation,
-          "must be >= 1");
-  require(c.training.threads >= 0, "training.threads", c.training.threads,
-          "must be >= 0 (0 = automatic)");
-  require(c.training.log_every >= 1, "training.log_every", c.training.log_every, "must be >= 1");
   require(c.training.gpu_reserve_mb >= 0, "training.gpu_reserve_mb", c.training.gpu_reserve_mb,
           "must be >= 0");
-  require(c.validation.every_steps >= 0, "validation.every_steps", c.validation.every_steps,
-          "must be >= 0 (0 = at the end of each epoch only)");
-  require(c.checkpoint.every_steps >= 0, "checkpoint.every_steps", c.checkpoint.every_steps,
-          "must be >= 0 (0 = at the end only)");
-  require(c.checkpoint.keep_last >= 1, "checkpoint.keep_last", c.checkpoint.keep_last,
-          "must be >= 1");
   require(c.distributed.bucket_mb > 0, "distributed.bucket_mb", c.distributed.bucket_mb,
           "must be positive");
   require(c.distributed.first_bucket_mb > 0, "distributed.first_bucket_mb",

@@ -24,6 +24,11 @@
 
 namespace mpiasr {
 
+// The most threads any option may ask for per rank (training.threads, eval's
+// and transcribe's --threads); a rank may not ask for more than the cores it
+// may run on either (mpi::Context::compute_threads).
+inline constexpr int kMaxThreads = 4096;
+
 enum class ManifestFormat { kAuto, kTsv, kJsonl, kCsv };  // auto: by the file's extension
 enum class BatchMode { kDynamic, kFixed };
 enum class WindowType { kHann, kPovey, kHamming };

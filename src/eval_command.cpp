@@ -21,6 +21,7 @@
 #include "src/base/error.h"
 #include "src/base/file.h"
 #include "src/commands.h"
+#include "src/config.h"
 #include "src/dataset.h"
 #include "src/decoding.h"
 #include "src/recognizer.h"
@@ -110,12 +111,12 @@ void write_hypotheses(const std::string& path, const Manifest& manifest,
 int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cout : discard;
+  const int threads = ctx.compute_threads(options.threads, "--threads");
   const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
   DatasetOptions dataset;
   dataset.keep_long = true;
   const Manifest manifest =
       load_dataset(checkpoint.config, options.manifest, "eval", dataset, &log);
-  const int threads = options.threads > 0 ? options.threads : ctx.default_threads();
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
   BatchOutputs outputs;
   BatchDump dump(checkpoint.tokenizer->vocab_size());
@@ -182,9 +183,12 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--out", options->out,
                   "write every hypothesis here: id, reference, hypothesis, char_errors, chars, "
                   "word_errors, words (tab-separated, with a header line)");
-  sub->add_option("--threads", options->threads, "CPU threads per rank (default: cores / ranks)");
+  sub->add_option("--threads", options->threads,
+                  "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
+      ->check(CLI::Range(0, kMaxThreads));
   sub->add_option("--examples", options->examples,
-                  "reference/hypothesis pairs to print (default 3)");
+                  "reference/hypothesis pairs to print (default 3)")
+      ->check(CLI::Range(0, 1000000));
   add_decoding_options(*sub, options->decoding);
   sub->add_option("--dump-logprobs", options->dump_logprobs,
                   "write every batch's features, log-probs and lengths to this safetensors file "

@@ -96,7 +96,7 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
   std::cerr << differences.str() << std::flush;
   mpi::check_agreement(ctx, "config", config_hash(config));
 
-  const int threads = config.training.threads > 0 ? config.training.threads : ctx.default_threads();
+  const int threads = ctx.compute_threads(config.training.threads, "training.threads");
 #ifdef MPIASR_WITH_CUDA
   if (config.training.device == DeviceType::kCuda ||
       (config.training.device == DeviceType::kAuto && every_rank_has_cuda(ctx))) {

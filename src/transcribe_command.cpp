@@ -6,6 +6,7 @@
 #include "io/utterance_check.h"
 #include "src/base/error.h"
 #include "src/commands.h"
+#include "src/config.h"
 #include "src/decoding.h"
 #include "src/recognizer.h"
 
@@ -23,6 +24,7 @@ struct TranscribeOptions {
 int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cerr : discard;
+  const int threads = ctx.compute_threads(options.threads, "--threads");
   const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
 
   // The files as a manifest without transcripts; "line" n is the n-th file.
@@ -41,7 +43,6 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   validation.threads = 1;
   validate_manifest(manifest, validation);
 
-  const int threads = options.threads > 0 ? options.threads : ctx.default_threads();
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
   const Recognition result =
       recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search());
@@ -67,7 +68,9 @@ Command add_transcribe_command(CLI::App& app) {
                   "latest), or a training output folder")
       ->required();
   sub->add_option("files", options->files, "audio files")->required();
-  sub->add_option("--threads", options->threads, "CPU threads per rank (default: cores / ranks)");
+  sub->add_option("--threads", options->threads,
+                  "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
+      ->check(CLI::Range(0, kMaxThreads));
   add_decoding_options(*sub, options->decoding);
   return {sub, [options](mpi::Context& ctx) { return run_transcribe(*options, ctx); }};
 }

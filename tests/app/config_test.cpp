@@ -200,6 +200,29 @@ TEST(Config, StringsMustBeUtf8) {
   EXPECT_EQ(load_config("", {"--output.dir=run-\xc3\xa9"}).output.dir, "run-\xc3\xa9");
 }
 
+// Every integer key has a range in the key table, checked where the value
+// comes from (file:line or the argument) and again by check_config for a
+// config built in code.
+TEST(Config, IntegerKeysAreBounded) {
+  EXPECT_CONTAINS(override_error({"--training.threads=100000"}),
+                  "bad value '100000' for 'training.threads' in command line argument "
+                  "'--training.threads=100000': expected an integer in [0, 4096]");
+  EXPECT_CONTAINS(yaml_error("batching:\n  workers: 1000000\n"),
+                  "bad value '1000000' for 'batching.workers' in cfg.yaml:2: expected an integer "
+                  "in [1, 256]");
+  EXPECT_CONTAINS(yaml_error("model:\n  n_layers: -3\n"), "expected an integer in [1, 1000]");
+  EXPECT_CONTAINS(override_error({"--training.max_steps=2000000000000000"}),
+                  "expected an integer in [0, 1000000000000000]");
+  EXPECT_CONTAINS(override_error({"--batching.queue_depth=0"}), "expected an integer in [1, 1024]");
+  EXPECT_CONTAINS(override_error({"--features.sample_rate=8"}),
+                  "expected an integer in [1000, 1000000]");
+  EXPECT_EQ(override_error({"--training.threads=0", "--batching.workers=256"}), "");
+  Config built;
+  built.batching.queue_depth = 1 << 30;
+  EXPECT_CONTAINS(error_of([&] { check_config(built); }),
+                  "config key 'batching.queue_depth' = 1073741824: must be in [1, 1024]");
+}
+
 TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--optimizer.lr=-1"}), "config key 'optimizer.lr' = -1");
   EXPECT_CONTAINS(override_error({"--model.conv_kernel=30"}), "must be odd");
@@ -207,7 +230,8 @@ TEST(Config, RangeChecksNameKeyAndValue) {
                   "multiple of model.n_heads");
   EXPECT_CONTAINS(override_error({"--checkpoint.keep_last=0"}), "checkpoint.keep_last");
   EXPECT_CONTAINS(override_error({"--precision.max_skips_at_min_scale=0"}),
-                  "config key 'precision.max_skips_at_min_scale' = 0");
+                  "bad value '0' for 'precision.max_skips_at_min_scale' in command line argument "
+                  "'--precision.max_skips_at_min_scale=0': expected an integer in [1, 1000000000]");
   EXPECT_CONTAINS(override_error({"--training.gpu_reserve_mb=-1"}),
                   "config key 'training.gpu_reserve_mb' = -1");
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=fp16-mixed"}),

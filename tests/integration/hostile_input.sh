@@ -26,4 +26,26 @@ expect_line "$work/unknown_command.log" \
   "^mpiasr: error: unknown command 'trian'; did you mean 'train'\? \(commands: import, prepare, train, eval, transcribe, lm\)$" \
   "unknown command"
 
+# Thread counts: bounded by the cores this process may use, never negative
+# (a huge count crashed inside OpenMP; a negative one was taken).
+cores=$(nproc)
+expect_exit 2 threads_negative "$mpiasr" eval --ckpt "$work/none" --manifest "$corpus/test.tsv" \
+  --threads -1
+expect_line "$work/threads_negative.log" "--threads: Value -1 not in range 0 to 4096" "eval --threads -1"
+expect_exit 2 threads_huge "$mpiasr" transcribe --ckpt "$work/none" --threads 100000 x.wav
+expect_line "$work/threads_huge.log" "--threads: Value 100000 not in range 0 to 4096" \
+  "transcribe --threads 100000"
+expect_exit 2 threads_cores "$mpiasr" eval --ckpt "$work/none" --manifest "$corpus/test.tsv" \
+  --threads $((cores + 1))
+expect_line "$work/threads_cores.log" \
+  "error: --threads = $((cores + 1)): expected 1 to $cores, the cores this process may use" \
+  "eval --threads cores + 1"
+expect_exit 2 training_threads "$mpiasr" train "$tiny" "${tiny_options[@]}" \
+  --training.threads=$((cores + 1)) --output.dir="$work/threads"
+expect_line "$work/training_threads.log" \
+  "error: training.threads = $((cores + 1)): expected 1 to $cores, the cores this process may use" \
+  "train --training.threads=cores + 1"
+expect_exit 2 examples "$mpiasr" eval --ckpt "$work/none" --manifest "$corpus/test.tsv" \
+  --examples -5
+
 echo "hostile_input: all checks passed"

@@ -149,6 +149,32 @@ TEST(Context, DefaultThreadsSplitTheCpusThisRankMayUse) {
   }
 }
 
+// Threads from an option: 0 is the default, 1..the cores this process may use
+// are taken, anything else is a usage error naming the option and the cores
+// (a thread count of 10^5 crashed inside OpenMP or ran out of memory).
+TEST(Context, ComputeThreadsIsBoundedByTheUsableCores) {
+  Context ctx = test_context();
+  cpu_set_t mask;
+  ASSERT_EQ(sched_getaffinity(0, sizeof mask, &mask), 0);
+  const int cpus = CPU_COUNT(&mask);
+  EXPECT_EQ(ctx.usable_cores(), cpus);
+  EXPECT_EQ(ctx.compute_threads(0, "--threads"), ctx.default_threads());
+  EXPECT_EQ(ctx.compute_threads(1, "--threads"), 1);
+  EXPECT_EQ(ctx.compute_threads(cpus, "--threads"), cpus);
+  for (int bad : {-1, cpus + 1, 100000}) {
+    try {
+      ctx.compute_threads(bad, "training.threads");
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ExitCode::kUsage);
+      const std::string expected = "training.threads = " + std::to_string(bad) +
+                                   ": expected 1 to " + std::to_string(cpus) +
+                                   ", the cores this process may use on " + ctx.hostname();
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
+    }
+  }
+}
+
 TEST(Context, NamesAndDescription) {
   Context ctx = test_context();
   EXPECT_EQ(ctx.rank_name(0), "rank 0 (" + ctx.hostname_of(0) + ")");
