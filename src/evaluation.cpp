@@ -6,6 +6,7 @@
 
 #include "io/audio.h"
 #include "mpi/collectives.h"
+#include "src/base/error.h"
 
 namespace mpiasr {
 
@@ -50,6 +51,23 @@ int max_feature_frames(const std::vector<double>& durations, const Fbank& fbank)
   const double longest = *std::max_element(durations.begin(), durations.end());
   const double seconds = longest + kSegmentEndTolerance;
   return fbank.num_frames(size_t(seconds * fbank.options().sample_rate) + 1);
+}
+
+void check_finite_logprobs(const std::vector<float>& logprobs, const std::vector<int32_t>& lengths,
+                           int T2, int V, const Batch& batch, const Manifest& manifest) {
+  for (int b = 0; b < batch.batch_size; ++b) {
+    const float* utterance = logprobs.data() + size_t(b) * T2 * V;
+    const size_t n = size_t(lengths[size_t(b)]) * V;
+    const float* bad =
+        std::find_if(utterance, utterance + n, [](float x) { return !std::isfinite(x); });
+    if (bad == utterance + n) continue;
+    const Utterance& u = manifest.utterances[batch.utterance_indices[size_t(b)]];
+    MPIASR_FAIL(ExitCode::kNonFinite,
+                "utterance " << u.id << " (" << u.audio_path << ", " << manifest.path << ":"
+                             << u.line << "): the model's log-probabilities are not finite ("
+                             << *bad << " at output frame " << (bad - utterance) / V
+                             << "): its weights are broken (a model that diverged?)");
+  }
 }
 
 void allreduce_totals(const mpi::Context& ctx, EvaluationTotals& totals) {

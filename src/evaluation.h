@@ -63,6 +63,13 @@ struct EvaluationTotals {
   double loss_per_token() const { return tokens > 0 ? loss / tokens : 0.0; }
 };
 
+// Throws Error(kNonFinite) naming the first utterance of `batch` whose
+// log-probabilities ([B, T2, V], lengths[b] frames valid) are not all finite:
+// the weights are broken (a model that diverged), and the decoding would
+// be nothing with a loss of 0.
+void check_finite_logprobs(const std::vector<float>& logprobs, const std::vector<int32_t>& lengths,
+                           int T2, int V, const Batch& batch, const Manifest& manifest);
+
 // Sums the totals over every rank. Collective.
 void allreduce_totals(const mpi::Context& ctx, EvaluationTotals& totals);
 
@@ -99,6 +106,7 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
   while (loader.next(batch)) {
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
     model.infer(model_input(batch), logprobs, lengths);
+    check_finite_logprobs(logprobs, lengths, T2, V, batch, manifest);
     losses.resize(size_t(B));
     cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
                         batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);

@@ -2,6 +2,7 @@
 #include "src/recognizer.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iomanip>
 #include <sstream>
 
@@ -73,6 +74,20 @@ CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log
   checkpoint.model_config = conformer_config(checkpoint.config, checkpoint.tokenizer->vocab_size());
   checkpoint.weights =
       tensors_from_safetensors(files.files[kModelFile], where.dir + "/" + kModelFile);
+  // Intact files can hold a diverged model; it would decode to nothing with
+  // a loss of 0 instead of failing.
+  for (const auto& [name, tensor] : checkpoint.weights) {
+    const auto bad = std::count_if(tensor.data.begin(), tensor.data.end(),
+                                   [](float x) { return !std::isfinite(x); });
+    if (bad > 0) {
+      MPIASR_FAIL(ExitCode::kNonFinite, "checkpoint " << where.dir << ": " << kModelFile
+                                                      << ": tensor '" << name << "' holds " << bad
+                                                      << " non-finite values (NaN or infinity) of "
+                                                      << tensor.data.size()
+                                                      << ": the model diverged; use an earlier "
+                                                         "checkpoint");
+    }
+  }
   log << "checkpoint: " << where.dir << " (step " << state.step << ")\n";
   return checkpoint;
 }

@@ -20,6 +20,40 @@ expect_exit() {
   ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
 }
 
+# A tiny model to evaluate: two steps are enough.
+model="$work/model"
+run_ok "$work/model.log" "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=2 \
+  --output.dir="$model"
+ckpt="$model/checkpoints/step-00000002"
+
+# copy_checkpoint NAME PYTHON: a copy of the checkpoint as $work/NAME/step-00000002
+# whose model.safetensors tensors (float32 arrays, by name) PYTHON changes in
+# place, with state.json's size and CRC32 made to match, so the files are intact.
+copy_checkpoint() {
+  rm -rf "${work:?}/$1"
+  mkdir -p "$work/$1"
+  cp -r "$ckpt" "$work/$1/"
+  /usr/bin/python3 - "$work/$1/step-00000002" "$2" <<'PYTHON'
+import json, struct, sys, zlib
+import numpy as np
+folder, change = sys.argv[1], sys.argv[2]
+path = folder + "/model.safetensors"
+data = bytearray(open(path, "rb").read())
+(n,) = struct.unpack("<Q", data[:8])
+header = json.loads(data[8:8 + n])
+tensors = {}
+for name, entry in header.items():
+    if name != "__metadata__":
+        begin, end = entry["data_offsets"]
+        tensors[name] = np.frombuffer(data, np.float32, (end - begin) // 4, 8 + n + begin)
+exec(change)
+open(path, "wb").write(data)
+state = json.load(open(folder + "/state.json"))
+state["files"]["model.safetensors"] = {"size": len(data), "crc32": "%08x" % zlib.crc32(data)}
+json.dump(state, open(folder + "/state.json", "w"), indent=2)
+PYTHON
+}
+
 # Unknown command: named, with the nearest one.
 expect_exit 2 unknown_command "$mpiasr" trian "$tiny"
 expect_line "$work/unknown_command.log" \
@@ -47,5 +81,19 @@ expect_line "$work/training_threads.log" \
   "train --training.threads=cores + 1"
 expect_exit 2 examples "$mpiasr" eval --ckpt "$work/none" --manifest "$corpus/test.tsv" \
   --examples -5
+
+# A diverged model: NaN weights fail at load, naming the tensor; finite
+# weights that overflow fail at the first log-probability (exit 6, not a
+# CER with "loss 0.0000").
+copy_checkpoint nan_weights 'tensors["ctc_head.weight"][3] = np.nan'
+expect_exit 6 nan_weights "$mpiasr" eval --ckpt "$work/nan_weights" --manifest "$corpus/test.tsv"
+expect_line "$work/nan_weights.log" \
+  "error: checkpoint $work/nan_weights/step-00000002: model.safetensors: tensor 'ctc_head.weight' holds 1 non-finite values \(NaN or infinity\)" \
+  "NaN weights"
+copy_checkpoint huge_weights 'tensors["ctc_head.weight"][:] = 3e38'
+expect_exit 6 huge_weights "$mpiasr" eval --ckpt "$work/huge_weights" --manifest "$corpus/test.tsv"
+expect_line "$work/huge_weights.log" \
+  "error: utterance .*: the model.s log-probabilities are not finite \(-?(nan|inf) at output frame 0\)" \
+  "overflowing weights"
 
 echo "hostile_input: all checks passed"
