@@ -146,11 +146,11 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
   if (!report.problems.empty() && !options.skip_bad) {
     std::ostringstream list;
     for (const InputProblem& problem : report.problems) list << "\n  " << to_string(problem);
-    MPIASR_FAIL(ExitCode::kBadInput,
-                "manifest '" << manifest.path << "': " << report.problems.size()
-                             << " problem(s) in " << report.dropped << " of "
-                             << report.kept + report.dropped
-                             << " entries; fix them or skip bad utterances:" << list.str());
+    MPIASR_FAIL(
+        ExitCode::kBadInput,
+        "manifest '" << manifest.path << "': " << report.problems.size() << " problem(s) in "
+                     << report.dropped << " of " << report.kept + report.dropped
+                     << " entries; fix them, or drop them with data.skip_bad=true:" << list.str());
   }
   if (report.kept == 0 && !options.allow_empty) {
     MPIASR_FAIL(ExitCode::kBadInput, "manifest '" << manifest.path << "': no usable utterance\n"

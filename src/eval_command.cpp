@@ -35,6 +35,8 @@ struct EvalOptions {
   int threads = 0;
   int examples = 3;
   DecodingOptions decoding;
+  bool skip_bad = false;  // data.skip_bad: drop bad utterances (reported) instead of failing
+  std::string data_root;  // data.data_root: replaces $data_root in the manifest's paths
 };
 
 // The batches of an evaluation, kept for --dump-logprobs.
@@ -115,8 +117,10 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
   DatasetOptions dataset;
   dataset.keep_long = true;
-  const Manifest manifest =
-      load_dataset(checkpoint.config, options.manifest, "eval", dataset, &log);
+  Config data_config = checkpoint.config;  // the checkpoint's features and text normalization
+  data_config.data.skip_bad = options.skip_bad;
+  data_config.data.data_root = options.data_root;
+  const Manifest manifest = load_dataset(data_config, options.manifest, "eval", dataset, &log);
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
   BatchOutputs outputs;
   BatchDump dump(checkpoint.tokenizer->vocab_size());
@@ -183,6 +187,12 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--out", options->out,
                   "write every hypothesis here: id, reference, hypothesis, char_errors, chars, "
                   "word_errors, words (tab-separated, with a header line)");
+  sub->add_option(
+      "--data.skip_bad", options->skip_bad,
+      "drop bad utterances (unreadable, truncated or too short audio, bad "
+      "transcripts), each reported, instead of stopping (true or false; default false)");
+  sub->add_option("--data.data_root", options->data_root,
+                  "the folder that $data_root in the manifest's audio paths stands for");
   sub->add_option("--threads", options->threads,
                   "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
       ->check(CLI::Range(0, kMaxThreads));

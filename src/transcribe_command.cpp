@@ -19,6 +19,7 @@ struct TranscribeOptions {
   std::vector<std::string> files;
   int threads = 0;
   DecodingOptions decoding;
+  bool skip_bad = false;  // data.skip_bad: skip unreadable files (reported) instead of failing
 };
 
 int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
@@ -41,7 +42,12 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   validation.check_samples = false;
   validation.require_transcript = false;
   validation.threads = 1;
-  validate_manifest(manifest, validation);
+  validation.skip_bad = options.skip_bad;
+  const ValidationReport report = validate_manifest(manifest, validation);
+  if (report.dropped > 0) log << "transcribe: " << report.summary() << "\n";
+  for (const InputProblem& warning : report.warnings) {
+    log << "transcribe: warning: " << to_string(warning) << "\n";
+  }
 
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
   const Recognition result =
@@ -68,6 +74,9 @@ Command add_transcribe_command(CLI::App& app) {
                   "latest), or a training output folder")
       ->required();
   sub->add_option("files", options->files, "audio files")->required();
+  sub->add_option("--data.skip_bad", options->skip_bad,
+                  "skip files that cannot be read (each reported on stderr) instead of stopping "
+                  "(true or false; default false)");
   sub->add_option("--threads", options->threads,
                   "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
       ->check(CLI::Range(0, kMaxThreads));

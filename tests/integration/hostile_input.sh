@@ -96,4 +96,24 @@ expect_line "$work/huge_weights.log" \
   "error: utterance .*: the model.s log-probabilities are not finite \(-?(nan|inf) at output frame 0\)" \
   "overflowing weights"
 
+# eval does what its errors suggest: --data.skip_bad drops bad utterances,
+# --data.data_root fills in \$data_root.
+{ sed -n 1,2p "$corpus/test.tsv" | sed "s|^|$corpus/|"; printf 'missing.wav\tgone\n'; } >"$work/bad.tsv"
+expect_exit 3 eval_bad "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/bad.tsv"
+expect_line "$work/eval_bad.log" "bad.tsv:3: audio file '$work/missing.wav': file not found" \
+  "eval: the bad line"
+expect_line "$work/eval_bad.log" "fix them, or drop them with data.skip_bad=true" "eval: the advice"
+expect_exit 0 eval_skip "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/bad.tsv" \
+  --data.skip_bad=true
+expect_line "$work/eval_skip.log" "^eval: kept 2 of 3 utterances, dropped 1:" "eval --data.skip_bad"
+expect_line "$work/eval_skip.log" "^decoded 2 utterances" "eval --data.skip_bad: decoded"
+sed -n 1,2p "$corpus/test.tsv" | sed 's|^|$data_root/|' >"$work/rooted.tsv"
+expect_exit 0 eval_root "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/rooted.tsv" \
+  --data.data_root="$corpus"
+expect_line "$work/eval_root.log" "^decoded 2 utterances" "eval --data.data_root"
+expect_exit 0 transcribe_skip "$mpiasr" transcribe --ckpt "$ckpt" --data.skip_bad=true \
+  "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)" "$work/missing.wav"
+expect_line "$work/transcribe_skip.log" "^transcribe: kept 1 of 2 utterances, dropped 1:" \
+  "transcribe --data.skip_bad"
+
 echo "hostile_input: all checks passed"
