@@ -116,4 +116,49 @@ expect_exit 0 transcribe_skip "$mpiasr" transcribe --ckpt "$ckpt" --data.skip_ba
 expect_line "$work/transcribe_skip.log" "^transcribe: kept 1 of 2 utterances, dropped 1:" \
   "transcribe --data.skip_bad"
 
+# Files: each failure in words, with the exit code of whose file it is.
+expect_exit 2 config_folder "$mpiasr" train "$work" "${tiny_options[@]}"
+expect_line "$work/config_folder.log" "error: config file '$work': is a folder, not a file" \
+  "config folder"
+touch "$work/plain"
+expect_exit 2 output_folder "$mpiasr" train "$tiny" "${tiny_options[@]}" \
+  --output.dir="$work/plain/run"
+expect_line "$work/output_folder.log" \
+  "error: tokenizer.model_path's folder '$work/plain/run': cannot create the folder: a part of the path is not a folder" \
+  "output folder"
+ln -sf loop_b.wav "$work/loop_a.wav"
+ln -sf loop_a.wav "$work/loop_b.wav"
+printf '%s\thello\n' "$work/loop_a.wav" >"$work/loop.tsv"
+expect_exit 3 symlink_loop "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/loop.tsv"
+expect_line "$work/symlink_loop.log" \
+  "loop.tsv:1: audio file '$work/loop_a.wav': a symbolic link loop \(too many levels of symbolic links\)" \
+  "symlink loop"
+# Permission: as root (who reads anything) the program runs as user nobody.
+as_user=()
+if [[ $(id -u) == 0 ]]; then as_user=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+cp "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)" "$work/locked.flac"
+chmod -R a+rX "$work" "$model"
+chmod 000 "$work/locked.flac"
+printf '%s\thello\n' "$work/locked.flac" >"$work/locked.tsv"
+expect_exit 3 permission "${as_user[@]}" env HOME=/tmp "$mpiasr" eval --ckpt "$ckpt" \
+  --manifest "$work/locked.tsv"
+expect_line "$work/permission.log" "locked.tsv:1: audio file '$work/locked.flac': permission denied" \
+  "permission denied"
+# Checkpoints: a step folder with a broken state.json says so; a garbled
+# best and latest pointer do not hide the intact checkpoint.
+cp -r "$model/checkpoints" "$work/broken"
+rm "$work/broken/step-00000002/state.json"
+expect_exit 4 no_state "$mpiasr" eval --ckpt "$work/broken/step-00000002" \
+  --manifest "$corpus/test.tsv"
+expect_line "$work/no_state.log" \
+  "error: checkpoint $work/broken/step-00000002 is not intact: state.json is missing" "no state.json"
+cp -r "$model/checkpoints" "$work/pointer"
+echo garbage >"$work/pointer/best"
+echo garbage >"$work/pointer/latest"
+expect_exit 0 garbled_latest "$mpiasr" eval --ckpt "$work/pointer" --manifest "$corpus/test.tsv"
+expect_line "$work/garbled_latest.log" "^$work/pointer/latest: expected a folder name like step-00001000" \
+  "garbled pointers: reported"
+expect_line "$work/garbled_latest.log" "^checkpoint: $work/pointer/step-00000002 \(step 2\)" \
+  "garbled pointers: the intact checkpoint"
+
 echo "hostile_input: all checks passed"
