@@ -16,6 +16,7 @@
 #include "src/dataset.h"
 #include "src/feature_pipeline.h"
 #include "src/progress.h"
+#include "src/utterance_length.h"
 
 namespace mpiasr {
 
@@ -81,10 +82,20 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
     dataset_options.check_samples = options.check_samples;
     Manifest train =
         load_dataset(config, config.data.train_manifest, "train", dataset_options, &log);
+    Manifest valid;
     if (options.check_samples && !config.data.valid_manifest.empty()) {
-      load_dataset(config, config.data.valid_manifest, "valid", dataset_options, &log);
+      valid = load_dataset(config, config.data.valid_manifest, "valid", dataset_options, &log);
     }
     if (need_tokenizer) make_tokenizer(config, train, log);
+    if (options.check_samples) {
+      // The check train's start-up makes, so prepare catches what would stop it.
+      const Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
+      const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(config.tokenizer.model_path);
+      check_utterance_lengths(train, *tokenizer, fbank, config.data.skip_bad, "train", &log);
+      if (!valid.utterances.empty()) {
+        check_utterance_lengths(valid, *tokenizer, fbank, config.data.skip_bad, "valid", &log);
+      }
+    }
     if (need_cmvn) make_cmvn(config, train, log);
   });
   mpi::broadcast_file(ctx, config.tokenizer.model_path);

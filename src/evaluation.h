@@ -12,7 +12,9 @@
 // beam search given (white space runs in the text collapsed, ends trimmed),
 // the CTC loss of each utterance (cpu_ctc_loss on the host log-probs; utterances too
 // short for their transcript are left out of the loss and counted as
-// infeasible), and CER/WER against the manifest transcript.
+// infeasible), and CER/WER against the manifest transcript. An utterance too
+// short to give an output frame decodes to an empty hypothesis (a batch of
+// only such utterances never reaches the model).
 //
 // Totals are plain sums, so ranks add them (allreduce_totals) and divide once.
 #pragma once
@@ -20,6 +22,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -105,18 +108,23 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
   const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
   while (loader.next(batch)) {
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
-    model.infer(model_input(batch), logprobs, lengths);
-    check_finite_logprobs(logprobs, lengths, T2, V, batch, manifest);
-    losses.resize(size_t(B));
-    cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
-                        batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);
-    if (outputs) outputs(batch, logprobs, lengths);
-    std::vector<std::vector<int32_t>> decoded;
-    if (beam_search) {
-      for (BeamHypothesis& best : beam_search->decode_batch(logprobs.data(), lengths.data(), B, T2))
-        decoded.push_back(std::move(best.tokens));
-    } else {
-      decoded = ctc_greedy_decode(logprobs.data(), lengths.data(), B, T2, V);
+    losses.assign(size_t(B), std::numeric_limits<double>::infinity());
+    std::vector<std::vector<int32_t>> decoded(static_cast<size_t>(B));
+    if (T2 >= 1) {  // else no utterance gives an output frame: each decodes to nothing
+      model.infer(model_input(batch), logprobs, lengths);
+      check_finite_logprobs(logprobs, lengths, T2, V, batch, manifest);
+      cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
+                          batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);
+      if (outputs) outputs(batch, logprobs, lengths);
+      if (beam_search) {
+        decoded.clear();
+        for (BeamHypothesis& best :
+             beam_search->decode_batch(logprobs.data(), lengths.data(), B, T2)) {
+          decoded.push_back(std::move(best.tokens));
+        }
+      } else {
+        decoded = ctc_greedy_decode(logprobs.data(), lengths.data(), B, T2, V);
+      }
     }
     for (int b = 0; b < B; ++b) {
       const size_t utterance = batch.utterance_indices[size_t(b)];

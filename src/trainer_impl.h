@@ -42,6 +42,7 @@
 #include "src/stop_signal.h"
 #include "src/trainer.h"
 #include "src/training_checkpoint.h"
+#include "src/utterance_length.h"
 
 namespace mpiasr {
 
@@ -161,11 +162,18 @@ void Trainer<Act, Acc>::load_data() {
       load_dataset(config_, config_.data.valid_manifest, "valid", {}, &quiet);
     }
   });
+  // Utterances too short for the model are bad utterances (src/utterance_length.h),
+  // found here rather than mid-run. A tokenizer of their own, so the OOV counts
+  // reported below count each transcript once.
+  const Fbank fbank(fbank_options(config_.features, FeatureUse::kEvaluation));
+  const std::unique_ptr<Tokenizer> check_tokenizer = load_tokenizer(config_.tokenizer.model_path);
   train_ = load_dataset(config_, config_.data.train_manifest, "train", {}, &log_);
+  check_utterance_lengths(train_, *check_tokenizer, fbank, config_.data.skip_bad, "train", &log_);
   train_hash_ = hash_hex(manifest_hash(train_));
   mpi::check_agreement(ctx_, "train manifest", manifest_hash(train_));
   if (!config_.data.valid_manifest.empty()) {
     valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", {}, &log_);
+    check_utterance_lengths(valid_, *check_tokenizer, fbank, config_.data.skip_bad, "valid", &log_);
     valid_hash_ = hash_hex(manifest_hash(valid_));
     mpi::check_agreement(ctx_, "valid manifest", manifest_hash(valid_));
   }

@@ -8,7 +8,9 @@
 #include "src/commands.h"
 #include "src/config.h"
 #include "src/decoding.h"
+#include "src/feature_pipeline.h"
 #include "src/recognizer.h"
+#include "src/utterance_length.h"
 
 namespace mpiasr {
 
@@ -49,6 +51,14 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
     log << "transcribe: warning: " << to_string(warning) << "\n";
   }
 
+  // A file too short to give an output frame is transcribed as nothing, with a warning.
+  const Fbank fbank(fbank_options(checkpoint.config.features, FeatureUse::kEvaluation));
+  for (const Utterance& u : manifest.utterances) {
+    if (const std::optional<std::string> problem = length_problem(u.duration, {}, fbank)) {
+      log << "transcribe: warning: " << u.audio_path << ": " << *problem
+          << "; its transcript is empty\n";
+    }
+  }
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
   const Recognition result =
       recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search());

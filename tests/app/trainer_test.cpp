@@ -24,7 +24,9 @@
 #include <cstring>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 
+#include "io/audio.h"
 #include "io/checksum.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/conformer.h"
@@ -172,6 +174,41 @@ TEST(TrainerTest, EveryCheckpointCorruptStopsInsteadOfStartingOver) {
   std::string log;
   EXPECT_TRUE(run(over, {}, &log).finished);
   EXPECT_NE(log.find("starting from scratch"), std::string::npos) << log;
+}
+
+// An utterance too short for the model is found at start-up, named by file
+// and line (it used to stop training mid-run with "batch of 6 frames leaves
+// no frame after subsampling"), and dropped with data.skip_bad.
+TEST(TrainerTest, ShortUtterancesAreFoundAtStartUp) {
+  const std::string dir = fresh_dir("short_utterance");
+  write_audio(dir + "/short.wav", std::vector<float>(800, 0.1f), 1, 16000);  // 0.05 s
+  const std::string manifest = dir + "/train.tsv";
+  std::string lines = read_file(testing::corpus_dir() + "/train.tsv");
+  std::string absolute;
+  for (std::istringstream in(lines); std::getline(in, lines);) {
+    absolute += testing::corpus_dir() + "/" + lines + "\n";
+  }
+  write_file_synced(manifest, absolute + dir + "/short.wav\tab\n");
+  const std::vector<std::string> overrides = {"--data.train_manifest=" + manifest,
+                                              "--batching.batch_size=1"};
+  std::string log;
+  try {
+    run(tiny_config(dir + "/run", overrides), {}, &log);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kBadInput);
+    EXPECT_NE(std::string(e.what()).find(manifest + ":13: audio file '" + dir +
+                                         "/short.wav': too short: 0.050 s gives 5 feature frames"),
+              std::string::npos)
+        << e.what();
+  }
+  std::vector<std::string> skip = overrides;
+  skip.push_back("--data.skip_bad=true");
+  EXPECT_TRUE(run(tiny_config(dir + "/skip", skip), {}, &log).finished);
+  EXPECT_NE(
+      log.find("train: dropped 1 utterances too short for the model:\n  " + manifest + ":13:"),
+      std::string::npos)
+      << log;
 }
 
 TEST(TrainerTest, ConfigOverridesReachTheTrainingState) {

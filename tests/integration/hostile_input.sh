@@ -161,4 +161,26 @@ expect_line "$work/garbled_latest.log" "^$work/pointer/latest: expected a folder
 expect_line "$work/garbled_latest.log" "^checkpoint: $work/pointer/step-00000002 \(step 2\)" \
   "garbled pointers: the intact checkpoint"
 
+# Utterances too short for the model: prepare finds them (file:line, exit 3)
+# or drops them with data.skip_bad; transcribe gives a very short file an
+# empty transcript and a warning.
+sox -n -r 16000 -c 1 -b 16 "$work/short.wav" synth 0.04 sine 300
+{ sed "s|^|$corpus/|" "$corpus/train.tsv"; printf '%s\thello there\n' "$work/short.wav"; } \
+  >"$work/short.tsv"
+short_line=$(wc -l <"$work/short.tsv")
+expect_exit 3 prepare_short "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
+  --data.train_manifest="$work/short.tsv" --output.dir="$work/prepare_short"
+expect_line "$work/prepare_short.log" \
+  "short.tsv:$short_line: audio file '$work/short.wav': too short: 0.040 s gives 4 feature frames, none after the x4 subsampling" \
+  "prepare: short utterance"
+expect_exit 0 prepare_skip "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
+  --data.train_manifest="$work/short.tsv" --output.dir="$work/prepare_skip" --data.skip_bad=true
+expect_line "$work/prepare_skip.log" "^train: dropped 1 utterances too short for the model:" \
+  "prepare --data.skip_bad"
+expect_exit 0 transcribe_short "$mpiasr" transcribe --ckpt "$ckpt" "$work/short.wav"
+expect_line "$work/transcribe_short.log" "^$work/short.wav	$" "transcribe: an empty transcript"
+expect_line "$work/transcribe_short.log" \
+  "^transcribe: warning: $work/short.wav: too short: .*; its transcript is empty$" \
+  "transcribe: the warning"
+
 echo "hostile_input: all checks passed"
