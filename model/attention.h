@@ -23,17 +23,17 @@ template <typename Act, typename Acc>
 class SelfAttention {
  public:
   SelfAttention(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
-                const std::string& name, int d_model, int n_heads, int max_batch, int max_frames,
-                float eps);
+                const std::string& name, int d_model, int n_heads, size_t max_rows,
+                size_t max_score_rows, float eps);
 
   // x_out = x_in + MHSA(LN(x_in)), both [B, T, d]; x_out must not alias x_in.
   void forward(LayerContext<Act, Acc>& ctx, Act* x_out, const Act* x_in) const;
   // dx: on entry d loss / d x_out, on exit d loss / d x_in (updated in place).
   void backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const;
 
-  // Elements of one [B, H, T, T] score tensor for the largest batch.
-  static size_t score_elements(int max_batch, int n_heads, int max_frames) {
-    return size_t(max_batch) * n_heads * max_frames * max_frames;
+  // Elements of one [B, H, T, T] score tensor for the largest B x T x T.
+  static size_t score_elements(size_t max_score_rows, int n_heads) {
+    return max_score_rows * size_t(n_heads);
   }
 
  private:

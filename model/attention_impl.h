@@ -11,20 +11,20 @@ namespace mpiasr {
 template <typename Act, typename Acc>
 SelfAttention<Act, Acc>::SelfAttention(ParameterStore<Act, Acc>& params,
                                        ActivationArena<Act, Acc>& arena, const std::string& name,
-                                       int d_model, int n_heads, int max_batch, int max_frames,
-                                       float eps)
+                                       int d_model, int n_heads, size_t max_rows,
+                                       size_t max_score_rows, float eps)
     : d_model_(d_model),
       n_heads_(n_heads),
       head_dim_(d_model / n_heads),
-      norm_(params, arena, name + ".norm", d_model, size_t(max_batch) * max_frames, eps),
+      norm_(params, arena, name + ".norm", d_model, max_rows, eps),
       qkv_(params, name + ".qkv", d_model, 3 * d_model),
       out_(params, name + ".out", d_model, d_model) {
-  const size_t rows_d = size_t(max_batch) * max_frames * d_model;
+  const size_t rows_d = max_rows * d_model;
   normed_ = arena.template reserve<Act>(rows_d);
   q_ = arena.template reserve<Act>(rows_d);
   k_ = arena.template reserve<Act>(rows_d);
   v_ = arena.template reserve<Act>(rows_d);
-  probs_ = arena.template reserve<Act>(score_elements(max_batch, n_heads, max_frames));
+  probs_ = arena.template reserve<Act>(score_elements(max_score_rows, n_heads));
   merged_ = arena.template reserve<Act>(rows_d);
 }
 

@@ -14,8 +14,9 @@
 // Parameters are registered in forward order (subsampling, blocks, head), so
 // backward finishes them from the end of the flat buffer to its start: the
 // head first, then block N-1 .. 0, then the subsampling. Every buffer is
-// planned at construction for (max_batch, max_frames); a step never allocates
-// on the backend.
+// planned at construction for the batch shapes it will see (BatchShapes: the
+// largest B x T, B x T2, B x T2 x T2 among them, not the largest B times the
+// largest T); a step never allocates on the backend.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "model/activation_arena.h"
+#include "model/batch_shapes.h"
 #include "model/batch_view.h"
 #include "model/conformer_block.h"
 #include "model/layer_context.h"
@@ -36,13 +38,17 @@ namespace mpiasr {
 template <typename Act, typename Acc>
 class Conformer {
  public:
+  // Planned for every batch shape of `shapes` (model/batch_shapes.h).
+  Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config, const BatchShapes& shapes,
+            uint64_t init_seed);
+  // Planned for batches of up to max_batch utterances of up to max_frames frames.
   Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config, int max_batch,
-            int max_frames, uint64_t init_seed);
+            int max_frames, uint64_t init_seed)
+      : Conformer(backend, config, BatchShapes(max_batch, max_frames), init_seed) {}
 
   ParameterStore<Act, Acc>& params() { return params_; }
   const ConformerConfig& config() const { return config_; }
-  int max_batch() const { return max_batch_; }
-  int max_frames() const { return max_frames_; }
+  const BatchShapes& shapes() const { return shapes_; }
   size_t arena_bytes() const { return arena_.bytes(); }
 
   // Forward + backward on one batch; weight gradients ACCUMULATE into
@@ -77,7 +83,7 @@ class Conformer {
 
   Backend<Act, Acc>& backend_;
   ConformerConfig config_;
-  int max_batch_, max_frames_, max_out_frames_;
+  BatchShapes shapes_;
   ParameterStore<Act, Acc> params_;
   ActivationArena<Act, Acc> arena_;
   Workspace<Act> workspace_;

@@ -26,8 +26,8 @@ template <typename Act, typename Acc>
 class ConformerBlock {
  public:
   ConformerBlock(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
-                 const std::string& name, const ConformerConfig& config, int max_batch,
-                 int max_frames);
+                 const std::string& name, const ConformerConfig& config, size_t max_rows,
+                 size_t max_score_rows);
 
   // Runs the block on x0 and returns y (in the arena, valid until the next forward).
   const Act* forward(LayerContext<Act, Acc>& ctx, const Act* x0) const;

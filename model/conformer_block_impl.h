@@ -13,22 +13,21 @@ namespace mpiasr {
 template <typename Act, typename Acc>
 ConformerBlock<Act, Acc>::ConformerBlock(ParameterStore<Act, Acc>& params,
                                          ActivationArena<Act, Acc>& arena, const std::string& name,
-                                         const ConformerConfig& config, int max_batch,
-                                         int max_frames)
+                                         const ConformerConfig& config, size_t max_rows,
+                                         size_t max_score_rows)
     : d_model_(config.d_model),
       first_parameter_(int(params.infos().size())),
-      ff1_(params, arena, name + ".ff1", config.d_model, config.ff_mult * config.d_model,
-           size_t(max_batch) * max_frames, config.layernorm_eps),
-      attn_(params, arena, name + ".attn", config.d_model, config.n_heads, max_batch, max_frames,
+      ff1_(params, arena, name + ".ff1", config.d_model, config.ff_mult * config.d_model, max_rows,
+           config.layernorm_eps),
+      attn_(params, arena, name + ".attn", config.d_model, config.n_heads, max_rows, max_score_rows,
             config.layernorm_eps),
-      conv_(params, arena, name + ".conv", config.d_model, config.conv_kernel,
-            size_t(max_batch) * max_frames, config.layernorm_eps),
-      ff2_(params, arena, name + ".ff2", config.d_model, config.ff_mult * config.d_model,
-           size_t(max_batch) * max_frames, config.layernorm_eps),
-      norm_out_(params, arena, name + ".norm_out", config.d_model, size_t(max_batch) * max_frames,
-                config.layernorm_eps),
+      conv_(params, arena, name + ".conv", config.d_model, config.conv_kernel, max_rows,
+            config.layernorm_eps),
+      ff2_(params, arena, name + ".ff2", config.d_model, config.ff_mult * config.d_model, max_rows,
+           config.layernorm_eps),
+      norm_out_(params, arena, name + ".norm_out", config.d_model, max_rows, config.layernorm_eps),
       last_parameter_(int(params.infos().size())) {
-  const size_t rows_d = size_t(max_batch) * max_frames * config.d_model;
+  const size_t rows_d = max_rows * config.d_model;
   for (ArenaSlot<Act>* slot : {&x1_, &x2_, &x3_, &x4_, &y_}) {
     *slot = arena.template reserve<Act>(rows_d);
   }

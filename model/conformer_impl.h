@@ -35,28 +35,20 @@ inline std::string utterance_name(const BatchView& batch, int b) {
 
 template <typename Act, typename Acc>
 Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config,
-                               int max_batch, int max_frames, uint64_t init_seed)
+                               const BatchShapes& shapes, uint64_t init_seed)
     : backend_(backend),
       config_(detail::validated(config)),
-      max_batch_(max_batch),
-      max_frames_(max_frames),
-      max_out_frames_(subsampled_frames(max_frames)),
+      shapes_(shapes),
       params_(backend),
       arena_(backend),
       subsampling_(params_, arena_, "encoder.subsampling", config.n_mels,
-                   config.subsampling_channels, config.d_model, max_batch, max_frames) {
-  if (max_batch < 1 || max_out_frames_ < 1) {
-    MPIASR_FAIL(ExitCode::kUsage, "model: max_batch = " << max_batch
-                                                        << " and max_frames = " << max_frames
-                                                        << " leave no output frame (need >= 1 "
-                                                           "utterance of >= 7 frames)");
-  }
-  const int d = config.d_model, T2 = max_out_frames_;
-  const size_t max_rows = size_t(max_batch) * T2;
+                   config.subsampling_channels, config.d_model, shapes) {
+  const int d = config.d_model;
+  const size_t max_rows = shapes.rows();
   blocks_.reserve(size_t(config.n_layers));
   for (int i = 0; i < config.n_layers; ++i) {
-    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_batch,
-                         T2);
+    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_rows,
+                         shapes.score_rows());
   }
   head_ = Linear<Act, Acc>(params_, "ctc_head", d, config.vocab_size);
   MPIASR_CHECK(params_.num_parameters() == count_parameters(config),
@@ -65,7 +57,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
 
   const int wide_cols = std::max({config.ff_mult * d, 3 * d, 2 * d});
   workspace_.reserve(arena_, max_rows, d, wide_cols,
-                     SelfAttention<Act, Acc>::score_elements(max_batch, config.n_heads, T2));
+                     SelfAttention<Act, Acc>::score_elements(shapes.score_rows(), config.n_heads));
   logits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   dlogits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   logprobs_ = arena_.template reserve<Acc>(max_rows * config.vocab_size);
@@ -73,30 +65,29 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
   grad_b_ = arena_.template reserve<Act>(max_rows * d);
   params_.allocate(init_seed);
   arena_.allocate();
-  out_lengths_.resize(size_t(max_batch));
-  grad_scale_.resize(size_t(max_batch));
+  out_lengths_.resize(size_t(shapes.max_batch()));
+  grad_scale_.resize(size_t(shapes.max_batch()));
   block_inputs_.resize(blocks_.size());
 }
 
 template <typename Act, typename Acc>
 int Conformer<Act, Acc>::prepare(const BatchView& batch) {
   const int B = batch.batch_size, T = batch.max_frames;
-  if (B < 1 || B > max_batch_) {
-    MPIASR_FAIL(ExitCode::kBadInput,
-                "batch of " << B << " utterances; the model was planned for 1.." << max_batch_);
-  }
-  if (T > max_frames_) {
-    MPIASR_FAIL(ExitCode::kBadInput,
-                "batch of " << T << " frames; the model was planned for at most " << max_frames_);
-  }
   if (batch.n_mels != config_.n_mels) {
     MPIASR_FAIL(ExitCode::kBadInput,
                 "batch has " << batch.n_mels << " mel bins, the model " << config_.n_mels);
   }
   const int T2 = subsampled_frames(T);
-  if (T2 < 1) {
+  if (B < 1 || T2 < 1) {
+    MPIASR_FAIL(ExitCode::kBadInput, "batch of " << B << " x " << T
+                                                 << " frames leaves no frame after subsampling "
+                                                    "(need >= 1 utterance of >= 7 frames)");
+  }
+  if (!shapes_.fits({B, T})) {
     MPIASR_FAIL(ExitCode::kBadInput,
-                "batch of " << T << " frames leaves no frame after subsampling (need >= 7)");
+                "batch of " << B << " x " << T << " frames does not fit the model's plan (at most "
+                            << shapes_.max_batch() << " utterances, " << shapes_.max_frames()
+                            << " frames, " << shapes_.input_rows() << " utterance-frames)");
   }
   MPIASR_CHECK(batch.features.size() >= size_t(B) * T * batch.n_mels &&
                    batch.frame_lengths.size() >= size_t(B) &&

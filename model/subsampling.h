@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "model/batch_shapes.h"
 #include "model/layer_context.h"
 #include "model/linear.h"
 
@@ -22,8 +23,8 @@ template <typename Act, typename Acc>
 class ConvSubsampling {
  public:
   ConvSubsampling(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
-                  const std::string& name, int n_mels, int channels, int d_model, int max_batch,
-                  int max_input_frames);
+                  const std::string& name, int n_mels, int channels, int d_model,
+                  const BatchShapes& shapes);
 
   // features: host float [B, input_frames, n_mels]; ctx describes the output
   // (ctx.frames = T2). Returns x [B, T2, d] in the arena.

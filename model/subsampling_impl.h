@@ -11,7 +11,7 @@ template <typename Act, typename Acc>
 ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
                                            ActivationArena<Act, Acc>& arena,
                                            const std::string& name, int n_mels, int channels,
-                                           int d_model, int max_batch, int max_input_frames)
+                                           int d_model, const BatchShapes& shapes)
     : n_mels_(n_mels), channels_(channels), d_model_(d_model) {
   const int C = channels;
   conv0_weight_ = params.add(name + ".conv.0.weight", {C, 1, 3, 3}, ParameterKind::kWeight, 9);
@@ -20,16 +20,16 @@ ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
   conv2_bias_ = params.add(name + ".conv.2.bias", {C}, ParameterKind::kBias, 9 * C);
   out_ = Linear<Act, Acc>(params, name + ".out", subsampled_bins(n_mels) * C, d_model);
 
-  const size_t B = size_t(max_batch), T = size_t(max_input_frames);
-  const size_t T1 = size_t((max_input_frames - 1) / 2), F1 = size_t((n_mels - 1) / 2);
-  const size_t T2 = size_t(subsampled_frames(max_input_frames)), F2 = subsampled_bins(n_mels);
-  staging_ = arena.template reserve<float>(B * T * n_mels);
-  input_ = arena.template reserve<Act>(B * T * n_mels);
-  a1_ = arena.template reserve<Act>(B * T1 * F1 * C);
-  a2_ = arena.template reserve<Act>(B * T2 * F2 * C);
-  output_ = arena.template reserve<Act>(B * T2 * d_model);
-  da1_ = arena.template reserve<Act>(B * T1 * F1 * C);
-  da2_ = arena.template reserve<Act>(B * T2 * F2 * C);
+  // Rows of each stage: B x T, B x T1, B x T2 at most (model/batch_shapes.h).
+  const size_t BT = shapes.input_rows(), BT1 = shapes.conv1_rows(), BT2 = shapes.rows();
+  const size_t F1 = size_t((n_mels - 1) / 2), F2 = subsampled_bins(n_mels);
+  staging_ = arena.template reserve<float>(BT * n_mels);
+  input_ = arena.template reserve<Act>(BT * n_mels);
+  a1_ = arena.template reserve<Act>(BT1 * F1 * C);
+  a2_ = arena.template reserve<Act>(BT2 * F2 * C);
+  output_ = arena.template reserve<Act>(BT2 * d_model);
+  da1_ = arena.template reserve<Act>(BT1 * F1 * C);
+  da2_ = arena.template reserve<Act>(BT2 * F2 * C);
 }
 
 template <typename Act, typename Acc>

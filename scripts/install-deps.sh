@@ -26,7 +26,7 @@ packages=(
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy
   # utilities the scripts call
-  util-linux procps xz-utils
+  util-linux procps xz-utils time
 )
 
 missing=()

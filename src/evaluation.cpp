@@ -12,7 +12,7 @@ namespace mpiasr {
 
 std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& durations,
                                                     const BatchingConfig& batching, int rank,
-                                                    int world_size) {
+                                                    int world_size, double alone_seconds) {
   std::vector<size_t> order(durations.size());
   std::iota(order.begin(), order.end(), size_t(0));
   std::stable_sort(order.begin(), order.end(),
@@ -24,7 +24,7 @@ std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& d
   for (size_t k = size_t(rank); k < order.size(); k += size_t(world_size)) {
     const size_t i = order[k];
     const bool fits =
-        !batches.empty() && batches.back().size() < cap &&
+        !batches.empty() && batches.back().size() < cap && longest <= alone_seconds &&
         (!dynamic || double(batches.back().size() + 1) * longest <= batching.max_batch_seconds);
     if (!fits) {
       batches.emplace_back();
@@ -33,24 +33,6 @@ std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& d
     batches.back().push_back(i);
   }
   return batches;
-}
-
-int max_batch_utterances(const std::vector<double>& durations, const BatchingConfig& batching) {
-  const int n = int(durations.size());
-  if (batching.mode == BatchMode::kFixed) return std::min(batching.batch_size, n);
-  std::vector<double> sorted = durations;
-  std::sort(sorted.begin(), sorted.end());
-  int best = 1;
-  for (int k = 1; k <= std::min(n, batching.max_batch_utterances); ++k) {
-    if (k * sorted[size_t(k - 1)] <= batching.max_batch_seconds) best = k;
-  }
-  return best;
-}
-
-int max_feature_frames(const std::vector<double>& durations, const Fbank& fbank) {
-  const double longest = *std::max_element(durations.begin(), durations.end());
-  const double seconds = longest + kSegmentEndTolerance;
-  return fbank.num_frames(size_t(seconds * fbank.options().sample_rate) + 1);
 }
 
 void check_finite_logprobs(const std::vector<float>& logprobs, const std::vector<int32_t>& lengths,

@@ -5,8 +5,10 @@
 // rank r of W taking utterances r, r + W, ... of that order, each rank's share
 // cut greedily into batches under the training budget (dynamic: B x longest
 // <= batching.max_batch_seconds and B <= batching.max_batch_utterances;
-// fixed: B <= batching.batch_size). Sorting keeps padding small; nothing is
-// repeated or dropped, so sums over ranks count every utterance once.
+// fixed: B <= batching.batch_size); an utterance longer than the decode window
+// (src/batch_plan.h) is alone in its batch and decoded in windows. Sorting
+// keeps padding small; nothing is repeated or dropped, so sums over ranks
+// count every utterance once.
 //
 // Per batch: log-probs from Conformer::infer, greedy CTC decoding or the
 // beam search given (white space runs in the text collapsed, ends trimmed),
@@ -37,23 +39,18 @@
 #include "model/ctc_decode.h"
 #include "model/error_rate.h"
 #include "mpi/context.h"
+#include "src/batch_plan.h"
+#include "src/chunked_decoding.h"
 #include "src/config.h"
 #include "src/feature_pipeline.h"
 
 namespace mpiasr {
 
+// An utterance longer than alone_seconds (the decode window) gets a batch of
+// its own, decoded in windows.
 std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& durations,
                                                     const BatchingConfig& batching, int rank,
-                                                    int world_size);
-
-// The largest number of utterances a sampler batch can hold for these
-// durations: fixed, batch_size; dynamic, the largest k with k times the k-th
-// shortest duration within max_batch_seconds, at most max_batch_utterances.
-int max_batch_utterances(const std::vector<double>& durations, const BatchingConfig& batching);
-
-// The most feature frames any utterance of `durations` can give, with a margin
-// for resampling and rounding.
-int max_feature_frames(const std::vector<double>& durations, const Fbank& fbank);
+                                                    int world_size, double alone_seconds);
 
 struct EvaluationTotals {
   double loss = 0;    // sum of utterance CTC losses (feasible utterances)
@@ -90,11 +87,14 @@ using BatchOutputs = std::function<void(const Batch& batch, const std::vector<fl
 
 // Decodes `batches` of `manifest` with `model`, greedily or with
 // `beam_search` when not null; loader must be built over the same manifest
-// and tokenizer. Appends each utterance's hypothesis to `hypotheses` when not null.
+// and tokenizer. An utterance longer than windowing.seconds (alone in its
+// batch) is decoded in windows (src/chunked_decoding.h). Appends each
+// utterance's hypothesis to `hypotheses` when not null.
 template <typename Act, typename Acc>
 EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           std::vector<std::vector<size_t>> batches, const Manifest& manifest,
-                          const Tokenizer& tokenizer, std::vector<Hypothesis>* hypotheses,
+                          const Tokenizer& tokenizer, const DecodeWindowing& windowing,
+                          std::vector<Hypothesis>* hypotheses,
                           const EvaluationProgress& progress = {},
                           const CtcBeamSearch* beam_search = nullptr,
                           const BatchOutputs& outputs = {}) {
@@ -110,8 +110,15 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
     losses.assign(size_t(B), std::numeric_limits<double>::infinity());
     std::vector<std::vector<int32_t>> decoded(static_cast<size_t>(B));
-    if (T2 >= 1) {  // else no utterance gives an output frame: each decodes to nothing
+    const size_t first = batch.utterance_indices[0];
+    if (B == 1 && manifest.utterances[first].duration > windowing.seconds) {
+      infer_in_windows(model, batch.features.data(), batch.max_frames, batch.n_mels, windowing,
+                       first, logprobs);
+      lengths.assign(1, T2);
+    } else if (T2 >= 1) {  // else no utterance gives an output frame: each decodes to nothing
       model.infer(model_input(batch), logprobs, lengths);
+    }
+    if (T2 >= 1) {
       check_finite_logprobs(logprobs, lengths, T2, V, batch, manifest);
       cpu_ctc_loss<float>(losses.data(), nullptr, logprobs.data(), batch.targets.data(),
                           batch.target_lengths.data(), lengths.data(), nullptr, B, T2, V);

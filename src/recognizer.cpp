@@ -11,6 +11,7 @@
 #include "model/conformer.h"
 #include "mpi/broadcast.h"
 #include "src/base/error.h"
+#include "src/batch_plan.h"
 #include "src/dataset.h"
 #include "src/feature_pipeline.h"
 #include "src/model_config.h"
@@ -98,14 +99,20 @@ Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifes
   const Config& config = checkpoint.config;
   FeaturePipeline features(config, FeatureUse::kEvaluation, checkpoint.cmvn_path);
   const std::vector<double> durations = utterance_durations(manifest);
-  std::vector<std::vector<size_t>> batches =
-      evaluation_batches(durations, config.batching, ctx.world_rank(), ctx.world_size());
-  int max_batch = 1;
-  for (const auto& batch : batches) max_batch = std::max(max_batch, int(batch.size()));
+  const DecodeWindowing windowing = decode_windowing(config, features.fbank);
+  std::vector<std::vector<size_t>> batches = evaluation_batches(
+      durations, config.batching, ctx.world_rank(), ctx.world_size(), windowing.seconds);
+  std::vector<BatchShape> shapes =
+      evaluation_batch_shapes(batches, durations, features.fbank, windowing);
+  if (shapes.empty()) shapes.push_back({1, windowing.window});  // this rank has no utterance
 
   CpuBackend<float> backend(threads);
-  Conformer<float, float> model(backend, checkpoint.model_config, max_batch,
-                                max_feature_frames(durations, features.fbank), 0);
+  Conformer<float, float> model(backend, checkpoint.model_config, BatchShapes(shapes), 0);
+  log << "model: planned for " << describe_plan(model.shapes()) << ", " << std::fixed
+      << std::setprecision(1) << model.arena_bytes() / double(1 << 20)
+      << " MiB of activations; utterances over " << windowing.seconds
+      << " s are decoded in windows\n"
+      << std::defaultfloat;
   model.params().import_masters(checkpoint.weights, checkpoint.location.dir + "/" + kModelFile);
   Loader loader(manifest, *checkpoint.tokenizer, features.fbank, features.global_cmvn(),
                 features.loader);
@@ -124,7 +131,7 @@ Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifes
   std::vector<Hypothesis> local;
   Recognition recognition;
   recognition.totals = evaluate(model, loader, std::move(batches), manifest, *checkpoint.tokenizer,
-                                &local, progress, beam_search, outputs);
+                                windowing, &local, progress, beam_search, outputs);
   allreduce_totals(ctx, recognition.totals);
   recognition.hypotheses = gather_hypotheses(ctx, std::move(local));
   recognition.seconds = throttle.elapsed();

@@ -31,6 +31,7 @@
 #include "mpi/run_on.h"
 #include "src/base/error.h"
 #include "src/base/rng.h"
+#include "src/batch_plan.h"
 #include "src/data_prep.h"
 #include "src/dataset.h"
 #include "src/evaluation.h"
@@ -120,6 +121,7 @@ class Trainer {
   std::unique_ptr<Sampler> sampler_;
   std::unique_ptr<Loader> train_loader_, valid_loader_;
   std::vector<std::vector<size_t>> valid_batches_;
+  DecodeWindowing windowing_;  // validation's (utterances over data.max_utterance_seconds)
   std::string train_hash_, valid_hash_;
 
   std::unique_ptr<Conformer<Act, Acc>> model_;
@@ -189,34 +191,34 @@ void Trainer<Act, Acc>::load_data() {
   sampler_ = std::make_unique<Sampler>(utterance_durations(train_), sampler_options(config_),
                                        ctx_.world_rank(), ctx_.world_size());
 
+  windowing_ = decode_windowing(config_, eval_features_->fbank);
   if (!valid_.utterances.empty()) {
     valid_loader_ = std::make_unique<Loader>(valid_, *tokenizer_, eval_features_->fbank,
                                              eval_features_->global_cmvn(), eval_features_->loader);
     valid_batches_ = evaluation_batches(utterance_durations(valid_), config_.batching,
-                                        ctx_.world_rank(), ctx_.world_size());
+                                        ctx_.world_rank(), ctx_.world_size(), windowing_.seconds);
   }
 }
 
 template <typename Act, typename Acc>
 void Trainer<Act, Acc>::build_model() {
   const ConformerConfig model_config = conformer_config(config_, tokenizer_->vocab_size());
-  std::vector<double> durations = utterance_durations(train_);
-  int max_batch = max_batch_utterances(durations, config_.batching);
-  for (const auto& batch : valid_batches_) max_batch = std::max(max_batch, int(batch.size()));
-  // Speed perturbation lengthens training audio by up to 1 / the smallest factor.
+  // Every batch the sampler can make, and the validation batches. Speed
+  // perturbation lengthens training audio by up to 1 / the smallest factor.
   const std::vector<double>& factors = train_features_->loader.speed_factors;
-  if (!factors.empty()) {
-    const double slowest = *std::min_element(factors.begin(), factors.end());
-    for (double& seconds : durations) seconds /= std::min(slowest, 1.0);
-  }
-  for (const Utterance& utterance : valid_.utterances) durations.push_back(utterance.duration);
-  const int max_frames = max_feature_frames(durations, train_features_->fbank);
-  model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, max_batch, max_frames,
+  const double stretch =
+      factors.empty() ? 1.0
+                      : 1.0 / std::min(*std::min_element(factors.begin(), factors.end()), 1.0);
+  std::vector<BatchShape> shapes = sampler_batch_shapes(
+      utterance_durations(train_), config_.batching, train_features_->fbank, stretch);
+  const std::vector<BatchShape> valid_shapes = evaluation_batch_shapes(
+      valid_batches_, utterance_durations(valid_), eval_features_->fbank, windowing_);
+  shapes.insert(shapes.end(), valid_shapes.begin(), valid_shapes.end());
+  model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, BatchShapes(shapes),
                                                  config_.training.seed);
   log_ << "model: " << describe_model(config_, model_config) << "\n"
        << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
-       << " M parameters; planned for batches of up "
-       << "to " << max_batch << " utterances x " << max_frames << " frames, "
+       << " M parameters; planned for " << describe_plan(model_->shapes()) << ", "
        << model_->arena_bytes() / double(1 << 20) << " MiB of activations\n"
        << std::defaultfloat;
 
@@ -565,7 +567,7 @@ template <typename Act, typename Acc>
 bool Trainer<Act, Acc>::validate() {
   const Clock::time_point begin = Clock::now();
   EvaluationTotals totals =
-      evaluate(*model_, *valid_loader_, valid_batches_, valid_, *tokenizer_, nullptr);
+      evaluate(*model_, *valid_loader_, valid_batches_, valid_, *tokenizer_, windowing_, nullptr);
   allreduce_totals(ctx_, totals);
   const double cer = totals.errors.cer(), wer = totals.errors.wer();
   const bool improved = cer < state_.best_cer;

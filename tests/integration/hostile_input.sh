@@ -183,4 +183,22 @@ expect_line "$work/transcribe_short.log" \
   "^transcribe: warning: $work/short.wav: too short: .*; its transcript is empty$" \
   "transcribe: the warning"
 
+# Long audio: eval and transcribe decode a 10-minute file in windows, in the
+# memory of the model's plan (a model planned for the whole file asked for
+# tens of GB); the peak resident memory stays under 600 MB.
+sox -n -r 16000 -c 1 -b 16 "$work/long.wav" synth 600 pinknoise vol 0.1
+printf '%s\thello there\n' "$work/long.wav" >"$work/long.tsv"
+expect_exit 0 eval_long /usr/bin/time -f "peak %M KB" "$mpiasr" eval --ckpt "$ckpt" \
+  --manifest "$work/long.tsv"
+expect_exit 0 transcribe_long /usr/bin/time -f "peak %M KB" "$mpiasr" transcribe --ckpt "$ckpt" \
+  "$work/long.wav"
+for name in eval_long transcribe_long; do
+  expect_line "$work/$name.log" "utterances over 30.0 s are decoded in windows" "$name: windows"
+  peak=$(sed -n 's/^peak \([0-9]*\) KB$/\1/p' "$work/$name.log")
+  echo "  $name: peak resident memory $((peak / 1024)) MB"
+  ((peak < 600 * 1024)) || fail "$name: peak resident memory $((peak / 1024)) MB, not under 600 MB"
+done
+expect_line "$work/eval_long.log" "^decoded 1 utterances, 0.17 h of audio" "eval_long: decoded"
+expect_line "$work/transcribe_long.log" "^$work/long.wav	" "transcribe_long: a line"
+
 echo "hostile_input: all checks passed"

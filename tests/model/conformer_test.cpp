@@ -236,5 +236,48 @@ TEST_F(ConformerTest, RejectsBatchesItCannotRun) {
   }
 }
 
+// A model planned for the shapes it will see (many short utterances, or one
+// long one) holds a fraction of the arena of one planned for the largest B
+// times the largest T, and computes the same: the same log-probs and
+// gradients, bit for bit, for a batch of each shape. A batch outside the
+// plan (many long utterances) is refused.
+TEST_F(ConformerTest, PlannedForTheBatchShapesItWillSee) {
+  const BatchShapes shapes({{6, 60}, {1, 300}});
+  // T2(60) = 14, T2(300) = 74: rows max(6 x 14, 74) = 84, not 6 x 74 = 444.
+  EXPECT_EQ(shapes.rows(), 84u);
+  EXPECT_EQ(shapes.score_rows(), 74u * 74u);
+  EXPECT_EQ(shapes.input_rows(), 360u);
+  Conformer<double, double> planned(backend_, tiny_config(), shapes, 7);
+  Conformer<double, double> largest(backend_, tiny_config(), 6, 300, 7);
+  EXPECT_LT(planned.arena_bytes() * 4, largest.arena_bytes());
+
+  const HostBatch many_short =
+      make_batch({60, 55, 50, 45, 40, 35}, {{1, 2}, {3}, {4, 5}, {6}, {1}, {2, 3}}, 60, 3);
+  const HostBatch one_long = make_batch({300}, {{1, 2, 3, 4, 5, 6}}, 300, 4);
+  for (const HostBatch* batch : {&many_short, &one_long}) {
+    std::vector<float> logprobs_planned, logprobs_largest;
+    std::vector<int32_t> lengths;
+    planned.infer(*batch, logprobs_planned, lengths);
+    largest.infer(*batch, logprobs_largest, lengths);
+    EXPECT_EQ(logprobs_planned, logprobs_largest);
+    planned.params().zero_grad();
+    largest.params().zero_grad();
+    EXPECT_EQ(planned.forward_backward(*batch, 1.0, 1.0f, true, 5),
+              largest.forward_backward(*batch, 1.0, 1.0f, true, 5));
+    EXPECT_EQ(grads_of(planned.params()), grads_of(largest.params()));
+  }
+  const HostBatch two_long = make_batch({300, 290}, {{1}, {2}}, 300, 5);
+  try {
+    std::vector<float> logprobs;
+    std::vector<int32_t> lengths;
+    planned.infer(two_long, logprobs, lengths);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("batch of 2 x 300 frames does not fit the model's plan"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mpiasr

@@ -31,8 +31,9 @@ class LayerGradientTest : public ::testing::Test {
   static constexpr float kEps = 1e-5f;
 
   void allocate() {
-    workspace_.reserve(arena_, size_t(kBatch) * kFrames, kModel, 3 * kHidden,
-                       SelfAttention<double, double>::score_elements(kBatch, kHeads, kFrames));
+    workspace_.reserve(
+        arena_, size_t(kBatch) * kFrames, kModel, 3 * kHidden,
+        SelfAttention<double, double>::score_elements(size_t(kBatch) * kFrames * kFrames, kHeads));
     params_.allocate(17);
     arena_.allocate();
   }
@@ -118,7 +119,8 @@ TEST_P(ResidualLayerTest, FeedForward) {
 }
 
 TEST_P(ResidualLayerTest, SelfAttention) {
-  SelfAttention<double, double> layer(params_, arena_, "attn", kModel, kHeads, kBatch, kFrames,
+  SelfAttention<double, double> layer(params_, arena_, "attn", kModel, kHeads,
+                                      size_t(kBatch) * kFrames, size_t(kBatch) * kFrames * kFrames,
                                       kEps);
   allocate();
   run(layer);
@@ -139,7 +141,8 @@ TEST_F(LayerGradientTest, ConformerBlock) {
   config.n_heads = kHeads;
   config.ff_mult = kHidden / kModel;
   config.conv_kernel = kKernel;
-  ConformerBlock<double, double> block(params_, arena_, "block", config, kBatch, kFrames);
+  ConformerBlock<double, double> block(params_, arena_, "block", config, size_t(kBatch) * kFrames,
+                                       size_t(kBatch) * kFrames * kFrames);
   allocate();
   const size_t n = size_t(kBatch) * kFrames * kModel;
   std::vector<double> x = random_values(n, 3);
@@ -162,8 +165,8 @@ TEST_F(LayerGradientTest, ConvSubsampling) {
   const int out_frames = subsampled_frames(kInputFrames);
   ASSERT_EQ(out_frames, 5);
   lengths_ = {out_frames, subsampled_frames(kInputFrames - 6)};
-  ConvSubsampling<double, double> layer(params_, arena_, "sub", kMels, kChannels, kModel, kBatch,
-                                        kInputFrames);
+  ConvSubsampling<double, double> layer(params_, arena_, "sub", kMels, kChannels, kModel,
+                                        BatchShapes(kBatch, kInputFrames));
   allocate();
   std::vector<float> features(size_t(kBatch) * kInputFrames * kMels);
   std::vector<double> values = random_values(features.size(), 11);
