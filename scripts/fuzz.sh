@@ -2,7 +2,7 @@
 # Builds the libFuzzer targets of tests/fuzz (clang, AddressSanitizer and
 # UndefinedBehaviorSanitizer, no CUDA) into build-fuzz/ and runs them.
 #
-#   scripts/fuzz.sh                   every target for 25 s (what scripts/test.sh runs)
+#   scripts/fuzz.sh                   every target for 5 s (what scripts/test.sh runs)
 #   scripts/fuzz.sh TARGET SECONDS    one target (e.g. audio_fuzz) for longer
 #   scripts/fuzz.sh all SECONDS       every target for SECONDS each
 #
@@ -16,7 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target="${1:-all}"
-seconds="${2:-25}"
+seconds="${2:-5}"
 build_dir=build-fuzz
 
 launcher=()

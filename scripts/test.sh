@@ -3,7 +3,7 @@
 # present) and runs every test with ctest; then the unit tests of the layers
 # that read the user's files (tests/io, tests/base) again under
 # AddressSanitizer and UndefinedBehaviorSanitizer (scripts/sanitize.sh, a
-# clang build in build-asan/), and every fuzz target for 20 s
+# clang build in build-asan/), and every fuzz target for 5 s
 # (scripts/fuzz.sh, build-fuzz/). All the unit tests under the sanitizers,
 # about 12 more minutes: bash scripts/sanitize.sh.
 # Usage: scripts/test.sh [build-dir]
@@ -15,4 +15,4 @@ cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=Release
 cmake --build "$build_dir" -j "$(nproc)"
 (cd "$build_dir" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 bash scripts/sanitize.sh io base
-bash scripts/fuzz.sh all 20
+bash scripts/fuzz.sh all 5
