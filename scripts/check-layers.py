@@ -12,8 +12,9 @@ file:line, and exits 1 when there is one.
 
 A folder's own files are always allowed. io, model and mpi do not include
 each other; nothing but the program includes src/. Tests: tests/<layer>/ may
-include what its layer may, its layer, and its own test helpers; tests/app
-and tests/cuda (which join the layers) may include everything.
+include what its layer may, its layer, its own test helpers and those of the
+layers below it (tests/base/temp_dir.h for any test); tests/app and
+tests/cuda (which join the layers) may include everything.
 
 An include whose first folder is not a project folder is not the project's
 and is not checked.
@@ -54,7 +55,9 @@ def allowed(source_layer, target_layer):
         folder = source_layer[len("tests/"):]
         if folder not in ALLOWED:  # tests/app, tests/cuda: every layer
             return True
-        return target_layer == source_layer or target_layer in ALLOWED[folder]
+        if target_layer.startswith("tests/"):  # test helpers: its own or a lower layer's
+            return target_layer[len("tests/"):] in ALLOWED[folder]
+        return target_layer in ALLOWED[folder]
     return target_layer in ALLOWED[source_layer]
 
 

@@ -7,9 +7,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <vector>
@@ -20,26 +18,10 @@
 #include "src/base/error.h"
 #include "src/config.h"
 #include "src/feature_pipeline.h"
+#include "tests/base/temp_dir.h"
 
 namespace mpiasr {
 namespace {
-
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() / ("mpiasr_utterance_length_test_" +
-                                         std::to_string(getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 const Fbank& default_fbank() {
   static const Fbank fbank(fbank_options(FeaturesConfig{}, FeatureUse::kEvaluation));

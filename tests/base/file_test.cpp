@@ -3,6 +3,7 @@
 // code (a symlink loop is not "file not found", a permission problem not a
 // corrupt file), and make_folders says why a folder cannot be made.
 #include "src/base/file.h"
+#include "tests/base/temp_dir.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -19,25 +20,6 @@ namespace mpiasr {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpiasr_file_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    fs::permissions(path_, fs::perms::owner_all, fs::perm_options::add, ignored);
-    fs::remove_all(path_, ignored);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // The message and code of the Error that f throws, or "" when it throws none.
 template <typename F>

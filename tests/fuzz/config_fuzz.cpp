@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "src/config.h"
 #include "src/base/error.h"
+#include "src/config.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mpiasr;

@@ -4,10 +4,8 @@
 #include "io/audio.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cmath>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <numbers>
@@ -16,26 +14,10 @@
 #include <vector>
 
 #include "src/base/error.h"
+#include "tests/base/temp_dir.h"
 
 namespace mpiasr {
 namespace {
-
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpiasr_audio_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // Interleaved frames of a sine of `frequency`, channel c scaled by amplitudes[c].
 std::vector<float> sine(double frequency, int rate, double seconds, std::vector<float> amplitudes) {

@@ -15,26 +15,12 @@
 #include "io/manifest.h"
 #include "io/utterance_check.h"
 #include "src/base/error.h"
+#include "tests/base/temp_dir.h"
 
 namespace mpiasr {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpiasr_bad_input_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 void write_text(const std::string& path, const std::string& text) {
   std::ofstream(path, std::ios::binary) << text;

@@ -3,7 +3,6 @@
 #include "io/manifest.h"
 
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
@@ -14,27 +13,12 @@
 #include <vector>
 
 #include "src/base/error.h"
+#include "tests/base/temp_dir.h"
 
 namespace mpiasr {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    static int count = 0;
-    path_ = fs::temp_directory_path() /
-            ("mpiasr_manifest_test_" + std::to_string(getpid()) + "_" + std::to_string(count++));
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const fs::path& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
 
 void write_text(const std::string& path, const std::string& text) {
   fs::create_directories(fs::path(path).parent_path());

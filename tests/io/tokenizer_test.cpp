@@ -3,10 +3,8 @@
 // blank never produced, out-of-vocabulary accounting.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <unistd.h>
 
 #include <cstdint>
-#include <filesystem>
 #include <fstream>
 
 #include "io/char_tokenizer.h"
@@ -14,23 +12,10 @@
 #include "io/text_normalize.h"
 #include "io/tokenizer.h"
 #include "src/base/error.h"
+#include "tests/base/temp_dir.h"
 
 namespace mpiasr {
 namespace {
-
-namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() : path_(fs::temp_directory_path() / ("mpiasr_tokenizer_" + std::to_string(getpid()))) {
-    fs::create_directories(path_);
-  }
-  ~TempDir() { fs::remove_all(path_); }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // A few hundred distinct lower-case sentences of 5-14 words, fixed for the seed.
 std::vector<std::string> make_sentences(int count, uint64_t seed) {

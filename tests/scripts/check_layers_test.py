@@ -24,6 +24,7 @@ CASES = [
     ("src/base/file.cpp", "src/config.h", False),
     ("tests/kernels/x_test.cpp", "model/conformer.h", False),  # tests/<layer>: that layer and below
     ("tests/model/x_test.cpp", "tests/io/helper.h", False),
+    ("tests/base/x_test.cpp", "tests/io/helper.h", False),  # helpers: a lower layer's only
     ("tests/io/x_test.cpp", "src/config.h", False),
     ("kernels/cpu/gemm.cpp", "src/base/error.h", True),
     ("kernels/cuda/gemm.cpp", "kernels/gemm_check.h", True),
@@ -35,6 +36,7 @@ CASES = [
     ("src/trainer.cpp", "src/base/rng.h", True),
     ("tests/model/x_test.cpp", "kernels/cpu/cpu_backend.h", True),
     ("tests/model/x_test.cpp", "tests/model/random_batch.h", True),
+    ("tests/io/x_test.cpp", "tests/base/temp_dir.h", True),
     ("tests/cuda/x_test.cpp", "tests/model/random_batch.h", True),
     ("tests/app/x_test.cpp", "src/trainer.h", True),
     ("io/loader.cpp", "kiss_fftr.h", True),  # not a project path
