@@ -173,7 +173,7 @@ mpiasr_train() {  # [--section.key=value ...]
   bundle_run "$B/bin/mpiasr" train "$B/configs/tiny.yaml" --data.train_manifest="$B/corpus/train.tsv" \
     --data.valid_manifest="$B/corpus/valid.tsv" --data.test_manifest="$B/corpus/test.tsv" \
     --tokenizer.model_path="$B/prepared/tokens.txt" --features.cmvn_path="$B/prepared/cmvn.json" \
-    --training.device=cuda --training.threads=4 --training.epochs=1000 --training.log_every=25 \
+    --training.device=cuda --training.threads=0 --training.epochs=1000 --training.log_every=25 \
     --output.dir="$work/train" "$@" 2>&1
 }
 
