@@ -25,8 +25,8 @@ packages=(
   # corpus generation (speech synthesis, mixing) and plotting
   espeak-ng flite sox libsox-fmt-all wamerican fortunes wordnet-base dict-gcide
   python3-matplotlib python3-numpy
-  # utilities the scripts call
-  util-linux procps xz-utils time
+  # utilities the scripts call (iproute2: ip and tc for scripts/fake-cluster-net.sh)
+  util-linux procps xz-utils time iproute2
 )
 
 missing=()

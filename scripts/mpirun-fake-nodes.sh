@@ -4,7 +4,8 @@
 # per-node files really are per node). See scripts/fake-node-rsh.
 #
 #   scripts/mpirun-fake-nodes.sh [--nodes N] [--ranks-per-node R]
-#       [--nodes-root DIR] [--node-disk DIR] [MPIRUN_OPTIONS...] PROGRAM [ARGS...]
+#       [--nodes-root DIR] [--node-disk DIR] [--net NAME] [MPIRUN_OPTIONS...]
+#       PROGRAM [ARGS...]
 #
 #   --nodes N           fake nodes node1..nodeN (default 2)
 #   --ranks-per-node R  ranks on each node (default 2)
@@ -12,6 +13,14 @@
 #                       $NODES_ROOT, else /tmp/mpiasr-fake-nodes)
 #   --node-disk DIR     where each node sees its own disk (default $NODE_DISK,
 #                       else /tmp/mpiasr-node-disk)
+#   --net NAME          run over the emulated cluster network NAME
+#                       (scripts/fake-cluster-net.sh start N --name NAME, with
+#                       N >= --nodes): node K's processes join namespace
+#                       NAME-nodeK, mpirun itself runs on the switch
+#                       (NAME-hub), and MPI talks TCP over the network's
+#                       subnet only (btl self,vader,tcp and oob tcp restricted
+#                       to it), so traffic between nodes crosses the
+#                       rate-limited links; ranks of one node share memory.
 # Everything after these options goes to mpirun as it is, e.g.
 #   scripts/mpirun-fake-nodes.sh --nodes 2 -x OMP_NUM_THREADS=1 build/mpiasr train cfg.yaml
 #
@@ -25,12 +34,14 @@ nodes=2
 ranks_per_node=2
 nodes_root="${NODES_ROOT:-/tmp/mpiasr-fake-nodes}"
 node_disk="${NODE_DISK:-/tmp/mpiasr-node-disk}"
+net=""
 while (($# > 0)); do
   case "$1" in
     --nodes) nodes="$2"; shift 2 ;;
     --ranks-per-node) ranks_per_node="$2"; shift 2 ;;
     --nodes-root) nodes_root="$2"; shift 2 ;;
     --node-disk) node_disk="$2"; shift 2 ;;
+    --net) net="$2"; shift 2 ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) break ;;
   esac
@@ -50,6 +61,19 @@ if [[ $(id -u) -eq 0 ]]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 fi
 host_list=$(IFS=,; echo "${hosts[*]}")
-exec mpirun --host "$host_list" -np $((nodes * ranks_per_node)) \
+launch=(mpirun)
+if [[ -n "$net" ]]; then
+  [[ -e "/run/netns/$net-hub" ]] ||
+    { echo "mpirun-fake-nodes.sh: no network '$net' (scripts/fake-cluster-net.sh start $nodes --name $net)" >&2; exit 2; }
+  [[ -e "/run/netns/$net-node$nodes" ]] ||
+    { echo "mpirun-fake-nodes.sh: network '$net' has fewer than $nodes nodes" >&2; exit 2; }
+  # The switch's address on br0, e.g. 10.201.0.254/24: the network is 10.201.0.0/24.
+  switch=$(ip -n "$net-hub" -4 -o addr show dev br0 | awk '{ print $4 }')
+  subnet="${switch%.*/*}.0/${switch#*/}"
+  export MPIASR_FAKE_NET="$net"
+  launch=(nsenter "--net=/run/netns/$net-hub" mpirun --mca btl self,vader,tcp
+    --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
+fi
+exec "${launch[@]}" --host "$host_list" -np $((nodes * ranks_per_node)) \
   --mca plm_rsh_agent "$script_dir/fake-node-rsh" --mca mpi_yield_when_idle 1 \
   -x NODES_ROOT -x NODE_DISK "$@"
