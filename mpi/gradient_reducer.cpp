@@ -1,12 +1,24 @@
+// The gradient all-reduce on a communication thread: ring and hierarchical
+// rounds over point-to-point messages (see gradient_reducer.h).
 #include "mpi/gradient_reducer.h"
 
 #include <algorithm>
-#include <chrono>
 
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
+#include "src/base/thread_cpu.h"
 
 namespace mpiasr::mpi {
+
+namespace {
+
+// Sleeps between polls while buckets are in flight: from the first, doubled
+// after every poll that completes nothing, up to the last. At 1 Gbit/s the
+// longest sleep is 62 KB of traffic, well within a TCP socket's buffers.
+constexpr auto kFirstPollSleep = std::chrono::microseconds(20);
+constexpr auto kLongestPollSleep = std::chrono::microseconds(500);
+
+}  // namespace
 
 GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
                                  ReducerOptions options)
@@ -15,105 +27,230 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
             "GradientReducer") {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
-  buckets_.resize(plan_.num_buckets());
-  requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
-  completed_.assign(buckets_.size(), 0);
+  int thread_level = MPI_THREAD_SINGLE;
+  MPI_CHECK(MPI_Query_thread(&thread_level));
+  MPIASR_CHECK(thread_level >= MPI_THREAD_SERIALIZED,
+               "the gradient reducer's communication thread needs MPI_THREAD_SERIALIZED or more; "
+               "this MPI provides level "
+                   << thread_level);
+  void* tag_ub = nullptr;
+  int found = 0;
+  MPI_CHECK(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found));
+  if (found) tag_limit_ = *static_cast<int*>(tag_ub);
 
   if (options.hierarchical) {
-    stage_comms_.push_back(Communicator::duplicate(ctx.node_comm()));
-    stages_.push_back(Stage::kNodeReduce);
+    comms_.push_back(Communicator::duplicate(ctx.node_comm()));
     Communicator leaders = Communicator::duplicate(ctx.leaders_comm());
+    const MPI_Comm node = comms_.back().get();
+    const int local_size = ctx.local_size();
     if (ctx.is_node_leader()) {
-      stage_comms_.push_back(std::move(leaders));
-      stages_.push_back(Stage::kLeadersAllreduce);
+      for (int rank = 1; rank < local_size; ++rank) {
+        rounds_.push_back({.comm = node, .recv_from = rank, .reduce = true});
+      }
+      comms_.push_back(std::move(leaders));
+      add_ring(comms_.back().get(), ctx.node_index(), ctx.num_nodes());
+      Round send_back{.comm = node};
+      for (int rank = 1; rank < local_size; ++rank) send_back.send_to.push_back(rank);
+      if (local_size > 1) rounds_.push_back(send_back);
+    } else {
+      rounds_.push_back({.comm = node, .send_to = {0}});
+      rounds_.push_back({.comm = node, .recv_from = 0});
     }
-    stage_comms_.push_back(Communicator::duplicate(ctx.node_comm()));
-    stages_.push_back(Stage::kNodeBroadcast);
   } else {
-    stage_comms_.push_back(Communicator::duplicate(ctx.world_comm()));
-    stages_.push_back(Stage::kWorldAllreduce);
+    comms_.push_back(Communicator::duplicate(ctx.world_comm()));
+    add_ring(comms_.back().get(), ctx.world_rank(), ctx.world_size());
   }
-  posted_.assign(stages_.size(), 0);
+  for (const Round& round : rounds_) {
+    requests_per_bucket_ =
+        std::max(requests_per_bucket_, round.send_to.size() + (round.recv_from >= 0 ? 1 : 0));
+    if (round.reduce && scratch_.empty()) scratch_.resize(count);
+  }
+  for (size_t b = 0; b < plan_.num_buckets(); ++b) ranges_.push_back(plan_.bucket_range(b));
+  buckets_.resize(ranges_.size());
+  requests_.assign(buckets_.size() * requests_per_bucket_, MPI_REQUEST_NULL);
+  completed_.resize(requests_.size());
+  thread_ = std::thread(&GradientReducer::communicate, this);
+}
+
+GradientReducer::~GradientReducer() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void GradientReducer::add_ring(MPI_Comm comm, int rank, int size) {
+  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  const auto wrap = [size](int part) { return ((part % size) + size) % size; };
+  for (int k = 0; k + 1 < size; ++k) {  // reduce-scatter
+    rounds_.push_back({.comm = comm,
+                       .parts = size,
+                       .send_part = wrap(rank - k),
+                       .send_to = {next},
+                       .recv_part = wrap(rank - k - 1),
+                       .recv_from = previous,
+                       .reduce = true});
+  }
+  for (int k = 0; k + 1 < size; ++k) {  // all-gather
+    rounds_.push_back({.comm = comm,
+                       .parts = size,
+                       .send_part = wrap(rank + 1 - k),
+                       .send_to = {next},
+                       .recv_part = wrap(rank - k),
+                       .recv_from = previous});
+  }
 }
 
 void GradientReducer::begin_step() {
   plan_.begin_step();
-  for (Bucket& bucket : buckets_) bucket.stages_done = 0;
-  std::fill(posted_.begin(), posted_.end(), 0);
+  std::lock_guard<std::mutex> lock(mutex_);
+  handed_out_ = 0;
+  closed_ = false;
+  step_done_ = false;
 }
 
 void GradientReducer::on_grads_ready(size_t offset, size_t count) {
   plan_.mark_ready(offset, count);
-  progress();
-}
-
-void GradientReducer::post(size_t b, size_t stage) {
-  const auto [begin, count] = plan_.bucket_range(b);
-  float* data = grads_ + begin;
-  const int n = int(count);
-  MPI_Comm comm = stage_comms_[stage].get();
-  MPI_Request* request = &requests_[b];
-  switch (stages_[stage]) {
-    case Stage::kWorldAllreduce:
-    case Stage::kLeadersAllreduce:
-      MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm, request));
-      break;
-    case Stage::kNodeReduce:
-      if (ctx_.is_node_leader()) {
-        MPI_CHECK(MPI_Ireduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, 0, comm, request));
-      } else {
-        MPI_CHECK(MPI_Ireduce(data, nullptr, n, MPI_FLOAT, MPI_SUM, 0, comm, request));
-      }
-      break;
-    case Stage::kNodeBroadcast:
-      MPI_CHECK(MPI_Ibcast(data, n, MPI_FLOAT, 0, comm, request));
-      break;
+  size_t ready = 0;
+  while (plan_.next_to_start()) ++ready;
+  if (ready == 0) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    handed_out_ += ready;
   }
-  buckets_[b].in_flight = true;
-}
-
-bool GradientReducer::progress() {
-  for (bool changed = true; changed;) {
-    changed = false;
-    // The first stage posts what the plan hands out; stage s > 0 posts
-    // buckets in index order, the next one when it is done with stage s - 1.
-    while (const std::optional<size_t> b = plan_.next_to_start()) {
-      post(*b, 0);
-      ++posted_[0];
-    }
-    for (size_t s = 1; s < stages_.size(); ++s) {
-      while (posted_[s] < buckets_.size()) {
-        const size_t b = posted_[s];
-        const Bucket& bucket = buckets_[b];
-        if (bucket.in_flight || size_t(bucket.stages_done) != s) break;
-        post(b, s);
-        ++posted_[s];
-      }
-    }
-    int done = 0;
-    MPI_CHECK(MPI_Testsome(int(requests_.size()), requests_.data(), &done, completed_.data(),
-                           MPI_STATUSES_IGNORE));
-    if (done == MPI_UNDEFINED) done = 0;
-    for (int i = 0; i < done; ++i) {
-      Bucket& bucket = buckets_[size_t(completed_[size_t(i)])];
-      bucket.in_flight = false;
-      ++bucket.stages_done;
-      changed = true;
-    }
-  }
-  return posted_.back() == buckets_.size() &&
-         std::none_of(buckets_.begin(), buckets_.end(),
-                      [](const Bucket& bucket) { return bucket.in_flight; });
+  wake_.notify_one();
 }
 
 void GradientReducer::finish() {
-  const auto start = std::chrono::steady_clock::now();
+  const Clock::time_point start = Clock::now();
   last_started_early_ = plan_.started();
   plan_.end_step();
-  poll_or_abort(
-      ctx_, [this] { return progress(); }, "gradient all-reduce");
-  last_wait_seconds_ =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  size_t rest = 0;
+  while (plan_.next_to_start()) ++rest;
+  std::unique_lock<std::mutex> lock(mutex_);
+  handed_out_ += rest;
+  closed_ = true;
+  closed_at_ = start;
+  wake_.notify_one();
+  finished_.wait(lock, [this] { return step_done_; });
+  if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+  last_wait_seconds_ = std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+void GradientReducer::communicate() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    wake_.wait(lock, [this] { return stop_ || (!step_done_ && (handed_out_ > 0 || closed_)); });
+    if (stop_) return;
+    lock.unlock();
+    const double cpu_begin = thread_cpu_seconds();
+    std::exception_ptr error;
+    try {
+      reduce_step();
+    } catch (...) {
+      error = std::current_exception();
+    }
+    const double cpu = thread_cpu_seconds() - cpu_begin;
+    lock.lock();
+    if (stop_) return;
+    error_ = error;
+    last_comm_cpu_seconds_ = cpu;
+    step_done_ = true;
+    finished_.notify_all();
+  }
+}
+
+void GradientReducer::reduce_step() {
+  for (Bucket& bucket : buckets_) bucket = Bucket{};
+  posted_ = done_buckets_ = 0;
+  auto sleep = kFirstPollSleep;
+  while (true) {
+    size_t handed_out = 0;
+    bool closed = false;
+    Clock::time_point closed_at;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      // Nothing in flight: sleep until more is handed out. In flight: until
+      // the next poll.
+      const auto more = [&] { return stop_ || handed_out_ > posted_ || closed_ != closed; };
+      if (posted_ == done_buckets_) {
+        wake_.wait(lock, more);
+      } else {
+        wake_.wait_for(lock, sleep, more);
+      }
+      if (stop_) return;
+      handed_out = handed_out_;
+      closed = closed_;
+      closed_at = closed_at_;
+    }
+    bool advanced = false;
+    for (; posted_ < handed_out; ++posted_, advanced = true) post(posted_);
+    advanced |= progress();
+    if (closed && done_buckets_ == buckets_.size()) return;
+    if (closed && Clock::now() - closed_at > std::chrono::duration<double>(ctx_.timeout_s())) {
+      abort_on_timeout(ctx_, "gradient all-reduce");
+    }
+    sleep = advanced ? kFirstPollSleep : std::min(2 * sleep, kLongestPollSleep);
+  }
+}
+
+std::pair<float*, int> GradientReducer::part(size_t b, int part, int parts) const {
+  const auto [begin, count] = ranges_[b];
+  const size_t from = count * size_t(part) / size_t(parts);
+  const size_t to = count * size_t(part + 1) / size_t(parts);
+  return {grads_ + begin + from, int(to - from)};
+}
+
+void GradientReducer::post(size_t b) {
+  Bucket& bucket = buckets_[b];
+  if (bucket.round == rounds_.size()) {
+    bucket.in_flight = false;
+    ++done_buckets_;
+    return;
+  }
+  const Round& round = rounds_[bucket.round];
+  const int tag = int(b % size_t(tag_limit_));
+  MPI_Request* request = &requests_[b * requests_per_bucket_];
+  if (round.recv_from >= 0) {
+    const auto [data, n] = part(b, round.recv_part, round.parts);
+    float* into = round.reduce ? scratch_.data() + (data - grads_) : data;
+    MPI_CHECK(MPI_Irecv(into, n, MPI_FLOAT, round.recv_from, tag, round.comm, request++));
+  }
+  if (!round.send_to.empty()) {
+    const auto [data, n] = part(b, round.send_part, round.parts);
+    for (int peer : round.send_to) {
+      MPI_CHECK(MPI_Isend(data, n, MPI_FLOAT, peer, tag, round.comm, request++));
+    }
+  }
+  bucket.in_flight = true;
+}
+
+bool GradientReducer::progress() {
+  if (posted_ == done_buckets_) return false;
+  int completed = 0;
+  MPI_CHECK(MPI_Testsome(int(requests_.size()), requests_.data(), &completed, completed_.data(),
+                         MPI_STATUSES_IGNORE));
+  if (completed == MPI_UNDEFINED || completed == 0) return false;
+  for (size_t b = 0; b < posted_; ++b) {
+    Bucket& bucket = buckets_[b];
+    if (!bucket.in_flight) continue;
+    const MPI_Request* requests = &requests_[b * requests_per_bucket_];
+    if (!std::all_of(requests, requests + requests_per_bucket_,
+                     [](MPI_Request r) { return r == MPI_REQUEST_NULL; })) {
+      continue;
+    }
+    const Round& round = rounds_[bucket.round];
+    if (round.reduce) {
+      const auto [data, n] = part(b, round.recv_part, round.parts);
+      const float* received = scratch_.data() + (data - grads_);
+      for (int i = 0; i < n; ++i) data[i] += received[i];
+    }
+    ++bucket.round;
+    post(b);
+  }
+  return true;
 }
 
 }  // namespace mpiasr::mpi

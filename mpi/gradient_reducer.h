@@ -4,23 +4,55 @@
 // Buckets and the step protocol are the BucketPlan's (mpi/bucket_plan.h):
 // begin_step(); on_grads_ready(offset, n) for each range that backward has
 // made final; finish(). A bucket's reduction starts once the plan hands it
-// out (complete, in index order). MPI progresses in-flight buckets whenever
-// on_grads_ready is called (MPI_Testsome; no extra thread, no core taken from
-// compute). finish() starts the buckets not started yet, waits for all with
-// the context's timeout, and leaves the SUM over ranks in grads. Averaging is
-// the caller's business (the loss divisor).
+// out (complete, in index order). finish() hands out the rest and waits until
+// grads holds the SUM over ranks. Averaging is the caller's business (the
+// loss divisor).
 //
-// Reduction of one bucket, in place on its own duplicated communicators:
-//   flat          MPI_Iallreduce(SUM) over the world
-//   hierarchical  MPI_Ireduce(SUM) to local rank 0 on the node, then
-//                 MPI_Iallreduce(SUM) among node leaders, then MPI_Ibcast from
-//                 local rank 0 on the node (a second node communicator, so
-//                 reduces and broadcasts keep one order per communicator).
+// Progress: a communication thread of the reducer makes every MPI call of
+// the reduction, so buckets keep moving while the calling thread computes
+// backward (MPI only advances inside MPI calls; OpenMPI has no progress
+// thread of its own). It sleeps on a condition variable while no bucket is in
+// flight and, while some are, polls them (MPI_Testsome) with sleeps between
+// polls that grow from 20 us to 500 us while nothing completes and drop back
+// when something does: no busy spin that takes a core from compute. The
+// calling thread never calls MPI between begin_step() and the end of
+// finish(), so MPI_THREAD_SERIALIZED is enough. The thread's CPU time per
+// step is measured (last_comm_cpu_seconds). The collective timeout runs from
+// finish(): when the step is not done within ctx.timeout_s() the
+// communication thread aborts the job naming rank, step and
+// "gradient all-reduce" (mpi/timeout.h, exit code 5).
+//
+// Reduction of one bucket, on point-to-point messages (tag = bucket index)
+// over the reducer's own duplicated communicators, as a fixed sequence of
+// rounds per rank, each round a set of non-blocking sends and at most one
+// receive, the next round posted when the last one is complete:
+//   flat          ring all-reduce over the world of W ranks: the bucket is
+//                 cut into W parts; W - 1 reduce-scatter rounds (send part
+//                 r - k to rank r + 1, receive part r - k - 1 from rank r - 1
+//                 and add it to this rank's copy), then W - 1 all-gather
+//                 rounds (send the summed part r + 1 - k, receive part r - k
+//                 in place). Each rank sends and receives 2 (W - 1) / W of the
+//                 bucket, the least any all-reduce moves, and every link of
+//                 the ring is busy in both directions at once.
+//   hierarchical  within each node the other ranks send the bucket to local
+//                 rank 0, which adds them in local-rank order; the node
+//                 leaders run the ring above among themselves; local rank 0
+//                 sends the sum back to the node's other ranks. Only the
+//                 leaders' ring crosses the network.
+// Every element is summed in an order fixed by the ranks' positions (for
+// part p of a ring: rank p + 1's value, plus rank p + 2's, ..., plus rank
+// p's), never by timing, and every rank receives the same sums: results are
+// the same on every rank and from run to run.
 #pragma once
 
 #include <mpi.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
 #include <vector>
 
 #include "mpi/bucket_plan.h"
@@ -32,7 +64,7 @@ namespace mpiasr::mpi {
 struct ReducerOptions {
   size_t bucket_bytes = 25 << 20;
   size_t first_bucket_bytes = 1 << 20;
-  // Reduce within each node, all-reduce among node leaders, broadcast within
+  // Reduce within each node, all-reduce among node leaders, send back within
   // each node: less traffic between nodes. On a single node it moves the
   // data twice and is slower than flat (see mpi/bench/allreduce_bench.cpp).
   bool hierarchical = false;
@@ -46,8 +78,9 @@ struct ReducerOptions {
 class GradientReducer {
  public:
   // Collective over the world (duplicates communicators). `ctx` and `grads`
-  // must outlive the reducer.
+  // must outlive the reducer. Needs MPI_THREAD_SERIALIZED or more.
   GradientReducer(const Context& ctx, float* grads, size_t count, ReducerOptions options = {});
+  ~GradientReducer();
   GradientReducer(const GradientReducer&) = delete;
   GradientReducer& operator=(const GradientReducer&) = delete;
 
@@ -57,6 +90,8 @@ class GradientReducer {
 
   // Seconds the last finish() blocked: the communication backward did not hide.
   double last_wait_seconds() const { return last_wait_seconds_; }
+  // CPU seconds the communication thread used in the last step.
+  double last_comm_cpu_seconds() const { return last_comm_cpu_seconds_; }
   // Buckets whose reduction started before the last finish() was called.
   size_t last_buckets_started_early() const { return last_started_early_; }
   size_t num_buckets() const { return plan_.num_buckets(); }
@@ -64,28 +99,69 @@ class GradientReducer {
   std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
 
  private:
-  struct Bucket {
-    int stages_done = 0;     // stages completed this step
-    bool in_flight = false;  // a stage is posted and not yet complete
-  };
-  enum class Stage { kWorldAllreduce, kNodeReduce, kLeadersAllreduce, kNodeBroadcast };
+  using Clock = std::chrono::steady_clock;
 
-  void post(size_t bucket, size_t stage);
-  // Tests in-flight buckets and posts every stage that can start; returns
-  // true when all buckets have completed every stage.
+  // One exchange of a bucket cut into `parts` equal parts: send part
+  // send_part to each of send_to, receive part recv_part from recv_from (into
+  // the scratch buffer and then added to the part when `reduce`, else in place).
+  struct Round {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int parts = 1;
+    int send_part = 0;
+    std::vector<int> send_to = {};
+    int recv_part = 0;
+    int recv_from = -1;  // -1: nothing received
+    bool reduce = false;
+  };
+  struct Bucket {
+    size_t round = 0;        // the round in flight (or next), this step
+    bool in_flight = false;  // posted and not all complete
+  };
+
+  void add_ring(MPI_Comm comm, int rank, int size);
+  // Communication thread: waits for steps and runs each to its end.
+  void communicate();
+  // Runs the reduction of one step until every bucket is done.
+  void reduce_step();
+  // Posts bucket b's current round, or marks it done when none is left.
+  void post(size_t b);
+  // Tests the requests in flight and posts the rounds that follow complete
+  // ones; returns whether any round completed.
   bool progress();
+  std::pair<float*, int> part(size_t b, int part, int parts) const;
 
   const Context& ctx_;
   float* grads_;
-  BucketPlan plan_;
-  std::vector<Stage> stages_;  // this rank's stages, in order
-  std::vector<Communicator> stage_comms_;
-  std::vector<Bucket> buckets_;
-  std::vector<MPI_Request> requests_;  // one per bucket
-  std::vector<int> completed_;         // MPI_Testsome's output
-  std::vector<size_t> posted_;         // per stage: buckets posted so far (in order)
+  BucketPlan plan_;                                // used by the calling thread only
+  std::vector<std::pair<size_t, size_t>> ranges_;  // the plan's buckets: offset, count
+  std::vector<Communicator> comms_;
+  std::vector<Round> rounds_;       // this rank's, the same for every bucket
+  size_t requests_per_bucket_ = 1;  // the most any round posts
+  std::vector<float> scratch_;      // received parts before they are added
+  int tag_limit_ = 32767;           // MPI_TAG_UB
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
+
+  // Communication thread only.
+  std::vector<Bucket> buckets_;
+  std::vector<MPI_Request> requests_;  // requests_per_bucket_ per bucket
+  std::vector<int> completed_;         // MPI_Testsome's output
+  size_t posted_ = 0;                  // buckets posted this step
+  size_t done_buckets_ = 0;            // buckets with every round complete
+
+  // Shared between the two threads, under mutex_.
+  std::mutex mutex_;
+  std::condition_variable wake_;      // the communication thread's: work, close or stop
+  std::condition_variable finished_;  // finish()'s: the step is done
+  size_t handed_out_ = 0;             // buckets the plan handed out this step
+  bool closed_ = false;               // finish() was called: every bucket is handed out
+  Clock::time_point closed_at_;
+  bool step_done_ = true;
+  bool stop_ = false;
+  std::exception_ptr error_;
+  double last_comm_cpu_seconds_ = 0.0;
+
+  std::thread thread_;  // last: starts after everything above is built
 };
 
 }  // namespace mpiasr::mpi

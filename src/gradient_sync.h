@@ -3,7 +3,9 @@
 // MPI; the CPU backend) or mpi::NcclGradientReducer (device memory, NCCL; the
 // CUDA backend). Both follow one step protocol: begin_step(), then
 // on_grads_ready(offset, count) as backward finishes each layer, then finish(),
-// after which the buffer holds the sum over ranks.
+// after which the buffer holds the sum over ranks. last_comm_cpu_seconds() is
+// the CPU time the reducer's own thread used in the last step (0 for NCCL,
+// which progresses on the GPU).
 #pragma once
 
 #include <cstddef>
@@ -23,6 +25,7 @@ class GradientSync {
   virtual void begin_step() = 0;
   virtual void on_grads_ready(size_t offset, size_t count) = 0;
   virtual void finish() = 0;
+  virtual double last_comm_cpu_seconds() const = 0;
 };
 
 // A GradientSync over a reducer type with those three methods.
@@ -36,6 +39,7 @@ class ReducerSync final : public GradientSync {
     reducer_.on_grads_ready(offset, count);
   }
   void finish() override { reducer_.finish(); }
+  double last_comm_cpu_seconds() const override { return reducer_.last_comm_cpu_seconds(); }
 
  private:
   Reducer reducer_;

@@ -4,14 +4,20 @@
 //    across world sizes, as nccl-tests reports it).
 //  - BM_OneAllreduce/PARAMS versus BM_Reducer/PARAMS/...: a model's gradients
 //    (PARAMS floats, 40 equal layers) summed by one MPI_Allreduce after
-//    backward, or by the GradientReducer (25 MB buckets, 1 MB first) with the
-//    layers marked in backward order. compute_us > 0 spins that many
+//    backward, or by the GradientReducer (bucket_kb buckets, 1 MB first) with
+//    the layers marked in backward order. compute_us > 0 spins that many
 //    microseconds per layer before marking it (a stand-in for backward), and
-//    exposed_ms is the time finish() still blocked: what overlap did not hide.
+//    exposed_ms is the time finish() still blocked: what overlap did not hide;
+//    hidden = 1 - exposed_ms / (the same with compute_us 0) is the share of
+//    the all-reduce that backward hid. comm_cpu_ms is the CPU time of the
+//    reducer's communication thread per step (the cost of its progress).
 // Run by hand; every rank must run the same benchmarks, so iteration counts
 // are fixed and rank 0 alone reports:
 //   mpirun -np 2 build/allreduce_bench
 //   mpirun -np 4 --oversubscribe build/allreduce_bench --benchmark_filter=Mpi
+// and across fake nodes on the emulated cluster network (1 Gbit/s links):
+//   scripts/fake-cluster-net.sh start 2
+//   scripts/mpirun-fake-nodes.sh --ranks-per-node 1 --net mpiasr-net build/allreduce_bench
 #include <benchmark/benchmark.h>
 #include <mpi.h>
 
@@ -71,11 +77,13 @@ void BM_OneAllreduce(benchmark::State& state) {
 void BM_Reducer(benchmark::State& state) {
   const size_t params = size_t(state.range(0));
   const int64_t compute_us = state.range(1);
-  const bool hierarchical = state.range(2) != 0;
+  const size_t bucket_bytes = size_t(state.range(2)) << 10;
+  const bool hierarchical = state.range(3) != 0;
   const size_t layers = 40, layer = params / layers;
   std::vector<float> grads(layers * layer, 1.0f);
-  GradientReducer reducer(*g_ctx, grads.data(), grads.size(), {.hierarchical = hierarchical});
-  double exposed = 0;
+  GradientReducer reducer(*g_ctx, grads.data(), grads.size(),
+                          {.bucket_bytes = bucket_bytes, .hierarchical = hierarchical});
+  double exposed = 0, comm_cpu = 0;
   MPI_Barrier(g_ctx->world_comm());
   for (auto _ : state) {
     reducer.begin_step();
@@ -85,10 +93,12 @@ void BM_Reducer(benchmark::State& state) {
     }
     reducer.finish();
     exposed += reducer.last_wait_seconds();
+    comm_cpu += reducer.last_comm_cpu_seconds();
   }
   state.counters["MB"] = double(grads.size() * sizeof(float)) / 1e6;
   state.counters["buckets"] = double(reducer.num_buckets());
   state.counters["exposed_ms"] = 1e3 * exposed / double(state.iterations());
+  state.counters["comm_cpu_ms"] = 1e3 * comm_cpu / double(state.iterations());
 }
 
 BENCHMARK(BM_MpiAllreduce)
@@ -98,15 +108,17 @@ BENCHMARK(BM_MpiAllreduce)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 // 3.5 M parameters (the `small` preset's scale) and 30 M (`medium`); per-layer
-// compute 0 (pure communication) or 2.5 ms (100 ms of backward).
+// compute 0 (pure communication), 2.5 ms (100 ms of backward) or 20 ms (800
+// ms, about the `small` preset's backward on one core).
 BENCHMARK(BM_OneAllreduce)
     ->ArgsProduct({{3500000, 30000000}, {0, 2500}})
     ->Iterations(10)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reducer)
-    ->ArgsProduct({{3500000, 30000000}, {0, 2500}, {0, 1}})
-    ->ArgNames({"params", "compute_us", "hierarchical"})
+    ->ArgsProduct({{3500000}, {0, 2500, 20000}, {1024, 2048, 25600}, {0, 1}})
+    ->ArgsProduct({{30000000}, {0, 2500}, {2048, 25600}, {0, 1}})
+    ->ArgNames({"params", "compute_us", "bucket_kb", "hierarchical"})
     ->Iterations(10)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);

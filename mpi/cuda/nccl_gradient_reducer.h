@@ -51,6 +51,8 @@ class NcclGradientReducer {
 
   // Seconds the last finish() blocked: the communication backward did not hide.
   double last_wait_seconds() const { return last_wait_seconds_; }
+  // No host thread of its own: NCCL progresses on the GPU and in its proxy thread.
+  double last_comm_cpu_seconds() const { return 0.0; }
   // Buckets whose all-reduce was queued before the last finish() was called.
   size_t last_buckets_started_early() const { return last_started_early_; }
   size_t num_buckets() const { return plan_.num_buckets(); }
