@@ -24,6 +24,18 @@
 // utterance), never on thread timing, so the batches are bit-identical for
 // any number of workers.
 //
+// Priority. The workers run under SCHED_IDLE (Linux): they take a core only
+// when no thread of normal priority wants it, so they never slow the
+// threads that compute a step (on a node whose cores all compute, a worker
+// that shares a core with a compute thread at equal priority stretches that
+// thread's part of every OpenMP region, and with several ranks makes one rank
+// late for the gradient all-reduce). They build batches in the gaps compute
+// leaves: OpenMP's barriers and serial parts, waits for the all-reduce and
+// for the next batch. If they fall behind, next() blocks, its core idles and
+// runs them, so a step waits at most as long as building one batch takes.
+// Where SCHED_IDLE is refused they run at nice 19. worker_cpu_seconds()
+// measures what they cost.
+//
 // Errors. An utterance that fails (unreadable audio, no frames) is reported
 // by the next() that would return its batch, as Error naming the utterance
 // id, its audio file and its manifest line; the epoch then ends. The
@@ -31,6 +43,7 @@
 // epoch.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -72,6 +85,9 @@ class Loader {
   // Swaps the next batch into `out`; false at the end of the epoch.
   bool next(Batch& out);
 
+  // CPU seconds the worker threads spent building batches, since construction.
+  double worker_cpu_seconds() const { return double(worker_cpu_ns_.load()) * 1e-9; }
+
   // Token ids of utterance i's transcript.
   const std::vector<int32_t>& tokens(size_t utterance) const { return tokens_[utterance]; }
 
@@ -112,6 +128,7 @@ class Loader {
   bool stop_ = false;
   std::vector<Slot> slots_;
   std::vector<std::thread> threads_;
+  std::atomic<int64_t> worker_cpu_ns_{0};
 };
 
 }  // namespace mpiasr

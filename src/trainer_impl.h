@@ -147,7 +147,9 @@ class Trainer {
     int64_t steps = 0;
     double seconds = 0;    // inside train_step
     double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
+    double comm_cpu = 0;   // CPU time of the reducer's communication thread
   } interval_;
+  double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
 };
 
 template <typename Act, typename Acc>
@@ -469,6 +471,7 @@ bool Trainer<Act, Acc>::train_step() {
     const Clock::time_point wait_begin = Clock::now();
     reducer_->finish();
     interval_.comm_wait += std::chrono::duration<double>(Clock::now() - wait_begin).count();
+    interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
 
   // The gradient is loss_scale times that of the summed loss: one factor
@@ -519,8 +522,15 @@ bool Trainer<Act, Acc>::train_step() {
 
 template <typename Act, typename Acc>
 void Trainer<Act, Acc>::log_progress() {
-  double sums[] = {interval_.loss, interval_.tokens, interval_.utterances, interval_.audio_seconds,
-                   interval_.comm_wait};
+  const double loader_cpu = train_loader_->worker_cpu_seconds();
+  double sums[] = {interval_.loss,
+                   interval_.tokens,
+                   interval_.utterances,
+                   interval_.audio_seconds,
+                   interval_.comm_wait,
+                   interval_.comm_cpu,
+                   loader_cpu - loader_cpu_before_};
+  loader_cpu_before_ = loader_cpu;
   mpi::allreduce_sum_inplace(ctx_, sums, int(std::size(sums)), "progress totals");
   // Step time is the slowest rank's, which is what the run waits for.
   const double seconds =
@@ -529,9 +539,13 @@ void Trainer<Act, Acc>::log_progress() {
   const double grad_norm = interval_.grad_norm / double(std::max<int64_t>(interval_.steps, 1));
   const double utt_per_s = sums[2] / std::max(seconds, 1e-9);
   const double audio_per_s = sums[3] / std::max(seconds, 1e-9);
-  // Mean over ranks and steps of the time finish() blocked: the all-reduce not hidden by backward.
-  const double comm_wait_ms =
-      1e3 * sums[4] / double(ctx_.world_size() * std::max<int64_t>(interval_.steps, 1));
+  // Means over ranks and steps: the time finish() blocked (the all-reduce not
+  // hidden by backward), the communication thread's and the loader's CPU time.
+  const double per_rank_step =
+      1e3 / double(ctx_.world_size() * std::max<int64_t>(interval_.steps, 1));
+  const double comm_wait_ms = sums[4] * per_rank_step;
+  const double comm_cpu_ms = sums[5] * per_rank_step;
+  const double loader_cpu_ms = sums[6] * per_rank_step;
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double eta =
       elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);
@@ -557,7 +571,11 @@ void Trainer<Act, Acc>::log_progress() {
       {"lr", state_.lr},           {"grad_norm", grad_norm},
       {"utt_per_s", utt_per_s},    {"audio_s_per_s", audio_per_s},
   };
-  if (reducer_) record["comm_wait_ms"] = comm_wait_ms;
+  if (reducer_) {
+    record["comm_wait_ms"] = comm_wait_ms;
+    record["comm_cpu_ms"] = comm_cpu_ms;
+  }
+  record["loader_cpu_ms"] = loader_cpu_ms;
   record["elapsed_s"] = train_seconds();
   metrics_->write(record);
   interval_ = Interval{};

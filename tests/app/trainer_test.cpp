@@ -64,6 +64,7 @@ std::vector<std::string> curve(const Config& config) {
     record.erase("utt_per_s");
     record.erase("audio_s_per_s");
     record.erase("elapsed_s");
+    record.erase("loader_cpu_ms");
     lines.push_back(record.dump());
   }
   return lines;

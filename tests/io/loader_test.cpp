@@ -2,16 +2,20 @@
 // Fbank -> CMVN -> SpecAugment with the documented seeds) and the padded
 // layout of io/batch.h; 1 and 4 workers give bit-identical batches to the
 // synchronous path; resuming, errors naming the utterance, the fixed pool,
-// and stopping mid-epoch.
+// stopping mid-epoch, and the workers' priority and CPU accounting.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sndfile.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <set>
+#include <sstream>
 
 #include "io/audio.h"
 #include "io/char_tokenizer.h"
@@ -327,6 +331,52 @@ TEST_F(LoaderTest, StopsCleanlyMidEpoch) {
     ASSERT_TRUE(loader.next(batch));
   }  // destroyed with workers blocked on a full queue
   SUCCEED();
+}
+
+// Threads of this process at lowered priority, read from /proc/self/task/*/stat
+// (field 19 is the nice value, field 41 the scheduling policy).
+int threads_at_low_priority() {
+  int count = 0;
+  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
+    std::ifstream in(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3 on
+    std::vector<std::string> field{"", "", ""};
+    for (std::string value; fields >> value;) field.push_back(value);
+    if (field.size() > 41 && (std::stoi(field[41]) == SCHED_IDLE || std::stoi(field[19]) == 19)) {
+      ++count;
+    }
+  }
+  return count;
+}
+
+double process_cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+         1e-6 * double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec);
+}
+
+TEST_F(LoaderTest, WorkersRunAtIdlePriorityAndTheirCpuTimeIsCounted) {
+  const int before = threads_at_low_priority();
+  const double process_before = process_cpu_seconds();
+  std::vector<std::vector<size_t>> batches(20, std::vector<size_t>{0, 1, 2, 3});
+  LoaderOptions options;
+  options.workers = 3;
+  options.queue_depth = 2;
+  Loader loader(manifest_, *tokenizer_, *fbank_, &cmvn_, options);
+  EXPECT_EQ(loader.worker_cpu_seconds(), 0.0);
+  loader.start_epoch(0, batches);
+  Batch batch;
+  ASSERT_TRUE(loader.next(batch));  // the workers are running (or wait for a free slot)
+  EXPECT_EQ(threads_at_low_priority() - before, 3);
+  while (loader.next(batch)) {
+  }
+  // Every batch was built by a worker: their CPU time is positive and within
+  // what the whole process used meanwhile.
+  const double workers = loader.worker_cpu_seconds();
+  EXPECT_GT(workers, 0.0);
+  EXPECT_LE(workers, process_cpu_seconds() - process_before + 0.01);
 }
 
 TEST_F(LoaderTest, RejectsBadConfiguration) {
