@@ -212,8 +212,10 @@ struct CheckpointConfig {
 };
 
 struct DistributedConfig {
-  double bucket_mb = 25;       // gradient all-reduce bucket size
-  double first_bucket_mb = 1;  // smaller first bucket, so communication starts early
+  // Gradient all-reduce bucket size: small, so that only the last bucket
+  // waits for the end of backward (the GPU configs set PyTorch's 25).
+  double bucket_mb = 1;
+  double first_bucket_mb = 1;  // the first bucket (the last layers'), so communication starts early
   bool hierarchical = false;   // reduce within nodes, then across node leaders
   double timeout_s = 300;      // a collective slower than this stops every rank
 

@@ -566,10 +566,15 @@ void Trainer<Act, Acc>::log_progress() {
     log_ << std::endl;
   }
   nlohmann::json record = {
-      {"kind", "train"},           {"step", state_.step},
-      {"epoch", epoch_progress()}, {"loss", loss},
-      {"lr", state_.lr},           {"grad_norm", grad_norm},
-      {"utt_per_s", utt_per_s},    {"audio_s_per_s", audio_per_s},
+      {"kind", "train"},
+      {"step", state_.step},
+      {"epoch", epoch_progress()},
+      {"loss", loss},
+      {"lr", state_.lr},
+      {"grad_norm", grad_norm},
+      {"utt_per_s", utt_per_s},
+      {"audio_s_per_s", audio_per_s},
+      {"step_ms", 1e3 * seconds / double(std::max<int64_t>(interval_.steps, 1))},
   };
   if (reducer_) {
     record["comm_wait_ms"] = comm_wait_ms;

@@ -65,6 +65,7 @@ std::vector<std::string> curve(const Config& config) {
     record.erase("audio_s_per_s");
     record.erase("elapsed_s");
     record.erase("loader_cpu_ms");
+    record.erase("step_ms");
     lines.push_back(record.dump());
   }
   return lines;
