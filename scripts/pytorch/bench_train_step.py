@@ -1,0 +1,100 @@
+"""PyTorch's speed at mpiasr's training step: the peer of model/bench/model_bench's
+BM_small_step, for scripts/bench-peer.sh.
+
+The same Conformer-CTC (conformer_ctc.py in this folder: d 144, 6 layers, 4
+heads, feed-forward 4d, depthwise kernel 31, 144 subsampling channels, 80 mels,
+a vocabulary of 256), in fp32, with dropout 0.1 where mpiasr has it (after the
+feed-forward activation and output, the attention output projection and the
+convolution module's output), on the same batch: 16 utterances of 400 frames
+(4 s) of random features, 30 random target tokens each. One step is forward,
+CTC loss summed over the batch and divided by the token count, backward,
+gradient norm, clipping to 5 and AdamW (lr 1e-4), as the trainer runs it.
+
+    python bench_train_step.py --threads 2 --steps 10 [--warmup 3]
+
+prints one line: threads, seconds per step (median of --steps), audio seconds
+per second, and the torch version. Needs PyTorch 2.x; run it from a virtual
+environment, e.g. python3 -m venv /tmp/torchpeer && /tmp/torchpeer/bin/pip
+install torch numpy pyyaml.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import conformer_ctc  # noqa: E402
+
+BATCH, FRAMES, TOKENS, VOCAB, DROPOUT = 16, 400, 30, 256, 0.1
+ARCHITECTURE = {"n_mels": 80, "d_model": 144, "n_layers": 6, "n_heads": 4, "ff_mult": 4,
+                "conv_kernel": 31, "subsampling_channels": 144, "vocab_size": VOCAB,
+                "layernorm_eps": 1e-5}
+
+
+class FeedForward(conformer_ctc.FeedForward):
+    def forward(self, x):
+        hidden = F.dropout(F.silu(self.linear1(self.norm(x))), DROPOUT, self.training)
+        return x + 0.5 * F.dropout(self.linear2(hidden), DROPOUT, self.training)
+
+
+def add_dropout(model):
+    """Dropout where mpiasr applies it: the feed-forward modules are replaced,
+    the attention and convolution outputs get a dropout hook."""
+    for block in model.encoder.layers:
+        for name in ("ff1", "ff2"):
+            old = getattr(block, name)
+            new = FeedForward(ARCHITECTURE["d_model"], old.linear1.out_features,
+                              ARCHITECTURE["layernorm_eps"])
+            new.load_state_dict(old.state_dict())
+            setattr(block, name, new)
+        for projection in (block.attn.out, block.conv.pointwise2):
+            projection.register_forward_hook(
+                lambda module, inputs, output: F.dropout(output, DROPOUT, module.training))
+    return model
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--threads", type=int, required=True)
+    parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.set_num_interop_threads(1)
+    torch.manual_seed(1)
+
+    model = add_dropout(conformer_ctc.ConformerCTC(ARCHITECTURE)).train()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    features = torch.randn(BATCH, FRAMES, ARCHITECTURE["n_mels"])
+    lengths = torch.full((BATCH,), FRAMES, dtype=torch.long)
+    targets = torch.randint(1, VOCAB, (BATCH, TOKENS))
+    target_lengths = torch.full((BATCH,), TOKENS, dtype=torch.long)
+
+    def step():
+        optimizer.zero_grad(set_to_none=False)
+        logprobs, out_lengths = model(features, lengths)
+        loss = F.ctc_loss(logprobs.transpose(0, 1), targets, out_lengths, target_lengths,
+                          reduction="sum", zero_infinity=True) / (BATCH * TOKENS)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
+        optimizer.step()
+
+    for _ in range(args.warmup):
+        step()
+    seconds = []
+    for _ in range(args.steps):
+        start = time.perf_counter()
+        step()
+        seconds.append(time.perf_counter() - start)
+    median = statistics.median(seconds)
+    print(f"threads {args.threads} step_s {median:.4f} audio_s_per_s {BATCH * FRAMES / 100 / median:.2f} "
+          f"torch {torch.__version__}")
+
+
+if __name__ == "__main__":
+    main()
