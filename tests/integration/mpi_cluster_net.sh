@@ -14,17 +14,31 @@
 #      MPI's traffic went over the emulated network, nowhere else;
 #   4. stop removes every namespace, and the root namespace's addresses and
 #      routes are the same before, during and after.
+# Prints SKIP and passes where network namespaces, veth pairs or the tbf
+# qdisc are not permitted (not root, a container without CAP_NET_ADMIN, no
+# sch_tbf): probed first with one namespace, made and deleted at once.
 # Usage: bash mpi_cluster_net.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 # shellcheck source=tests/integration/lib/train_runs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
+net=mpiasr-ctest
+skip() {
+  echo "SKIP: $* (the emulated cluster network needs root, network namespaces, veth and tc tbf)"
+  exit 0
+}
+[[ $(id -u) -eq 0 ]] || skip "not root"
+for tool in ip tc nsenter; do command -v "$tool" >/dev/null || skip "no '$tool'"; done
+probe=$( (ip netns add "$net-probe" &&
+  ip -n "$net-probe" link add probe0 type veth peer name probe1 &&
+  ip netns exec "$net-probe" tc qdisc add dev probe0 root tbf rate 1gbit burst 65536 limit 131072) 2>&1) ||
+  probe_failed=1
+ip netns delete "$net-probe" 2>/dev/null || true
+((!${probe_failed:-0})) || skip "a namespace with a veth pair and a tbf qdisc could not be made: ${probe:-no message}"
 train_setup "$1" "$2" mpi_cluster_net
-[[ $(id -u) -eq 0 ]] || fail "the emulated network needs root (network namespaces, tc)"
 for test in context_test gradient_reducer_test collectives_test; do
   [[ -x "$build_dir/$test" ]] || fail "$build_dir/$test not built"
 done
 
-net=mpiasr-ctest
 net_script="$source_dir/scripts/fake-cluster-net.sh"
 root_view() { ip -o addr show; ip route show; ip netns list | grep -v "^$net-" || true; }
 root_before=$(root_view)
