@@ -4,8 +4,11 @@
 # reported from the trainer's own figures (metrics.jsonl), on this machine's
 # cores and on an emulated cluster network (scripts/fake-cluster-net.sh).
 #
-#   scripts/bench-scaling.sh [--local] [--net N] [--ranks-per-node R] [--rate RATE]
+#   scripts/bench-scaling.sh [--local] [--net N[xR]]... [--rounds K] [--rate RATE]
 #       [--steps N] [--warmup N] [--threads T] [--build DIR] [--out DIR] [--utterances N]
+#
+# The README's scaling table is this, on an otherwise idle machine:
+#   scripts/bench-scaling.sh --local --net 2x2 --net 4x1 --rounds 3
 #
 #   --local         this machine, shared memory (the default when --net is not given):
 #     mixed 1 rank x T threads, T ranks x 1 thread   the generated corpus
@@ -17,7 +20,7 @@
 #                                                    backward: no overlap
 #     equal T x 1 rank alone                         T single-rank trainings at once:
 #                                                    the same cores, no all-reduce
-#   --net N         N fake nodes on a network of RATE per link each way (default
+#   --net NxR       N fake nodes on a network of RATE per link each way (default
 #                   1gbit), R ranks of 1 thread per node (default 1), equal work:
 #     compute-only   N x R single-rank trainings at once, each in its node's
 #                    namespaces: the same cores and loaders, no all-reduce
@@ -26,7 +29,12 @@
 #     hierarchical   (R > 1) within nodes, ring among node leaders
 #     hier., 1 bucket
 #   --local and --net may both be given; --net may be given several times
-#   (e.g. --net 2 --net 4).
+#   (e.g. --net 2x2 --net 4x1).
+#   --rounds K      run the whole list K times, in turn (default 1), so every
+#                   configuration sees the same load: each figure is the median
+#                   over the rounds, and each ratio (hidden, vs compute, ranks
+#                   against threads) is taken within a round, then the median
+#                   and the range over the rounds are printed.
 #
 # Columns: audio-s/s is audio seconds per second of training step, summed over
 # ranks (for "alone" and compute-only runs, over the processes); step ms the
@@ -38,6 +46,8 @@
 # reducer's communication thread per step; loader cpu ms the loader workers'
 # CPU time per step (at SCHED_IDLE). "vs compute" is the step time over the
 # compute-only (or alone) step time. The first --warmup steps are left out.
+# The table goes to OUT/table.txt, and as Markdown, with the conditions (date,
+# CPU, load average, steps, rounds, link rate), to OUT/table.md.
 #
 #   --steps N       training steps per run (default 30)
 #   --warmup N      first steps left out of the figures (default 10; --steps
@@ -47,16 +57,17 @@
 #   --out DIR       work folder: corpus, runs, logs (default runs/bench-scaling)
 #   --utterances N  corpus size (default 400, made once by scripts/make-corpus.sh)
 # Other processes on the machine skew the figures: run it on an idle machine
-# (the load average is printed before and after). --net needs root.
+# (the load average is printed before and after, and goes into table.md).
+# --net needs root.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 steps=30 warmup=10 build="$root/build" out="$root/runs/bench-scaling" utterances=400 threads=2
-local_runs=0 nets=() ranks_per_node=1 rate=1gbit
+local_runs=0 nets=() rounds=1 rate=1gbit
 while (($# > 0)); do
   case "$1" in
     --local) local_runs=1; shift ;;
     --net) nets+=("$2"); shift 2 ;;
-    --ranks-per-node) ranks_per_node="$2"; shift 2 ;;
+    --rounds) rounds="$2"; shift 2 ;;
     --rate) rate="$2"; shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
@@ -69,8 +80,12 @@ while (($# > 0)); do
   esac
 done
 ((${#nets[@]} > 0)) || local_runs=1
-for value in "$steps" "$warmup" "$utterances" "$threads" "$ranks_per_node" ${nets[@]+"${nets[@]}"}; do
+for value in "$steps" "$warmup" "$utterances" "$threads" "$rounds"; do
   [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "bench-scaling.sh: '$value' is not a positive number" >&2; exit 2; }
+done
+for spec in ${nets[@]+"${nets[@]}"}; do
+  [[ "$spec" =~ ^[1-9][0-9]*(x[1-9][0-9]*)?$ ]] ||
+    { echo "bench-scaling.sh: --net '$spec': give N or NxR (nodes x ranks per node)" >&2; exit 2; }
 done
 ((steps % warmup == 0 && steps > warmup)) ||
   { echo "bench-scaling.sh: --steps $steps must be a multiple of --warmup $warmup, and larger" >&2; exit 2; }
@@ -111,16 +126,17 @@ results="$out/results.jsonl"
 # record NAME GROUP KIND RANKS THREADS DIR...: appends the figures of the
 # runs in DIR... (one for an MPI job, several for processes run at once).
 record() {
-  /usr/bin/python3 - "$warmup" "$results" "$@" <<'EOF'
+  /usr/bin/python3 - "$warmup" "$results" "$round" "$@" <<'EOF'
 import json, sys
-warmup, results, name, group, kind, ranks, threads, *dirs = sys.argv[1:]
+warmup, results, round_, name, group, kind, ranks, threads, *dirs = sys.argv[1:]
 def timed(path):
     records = [json.loads(line) for line in open(path) if '"train"' in line]
     return [r for r in records if r["step"] > int(warmup)]
 def mean(values):
     return sum(values) / len(values) if values else None
 runs = [timed(f"{d}/metrics.jsonl") for d in dirs]
-row = {"name": name, "group": group, "kind": kind, "ranks": int(ranks), "threads": int(threads),
+row = {"round": int(round_), "name": name, "group": group, "kind": kind, "ranks": int(ranks),
+       "threads": int(threads),
        "audio_s_per_s": sum(mean([r["audio_s_per_s"] for r in run]) for run in runs),
        "step_ms": mean([mean([r["step_ms"] for r in run]) for run in runs]),
        "loader_cpu_ms": mean([mean([r["loader_cpu_ms"] for r in run]) for run in runs])}
@@ -139,7 +155,7 @@ train() {
   while [[ "$1" != -- ]]; do launcher+=("$1"); shift; done
   shift
   rm -rf "${out:?}/$name"
-  echo "  $name" >&2
+  echo "  round $round: $name" >&2
   if ! timeout 3600 ${launcher[@]+"${launcher[@]}"} "$mpiasr" train "${common[@]}" \
     --output.dir="$out/$name" --training.threads="$threads_per_rank" "$@" >"$out/$name.log" 2>&1; then
     tail -n 20 "$out/$name.log" >&2
@@ -156,7 +172,7 @@ alone() {
   local name="$1" group="$2" count="$3" enter="$4"
   shift 5
   local pids=() dirs=() k
-  echo "  $name" >&2
+  echo "  round $round: $name" >&2
   for ((k = 1; k <= count; ++k)); do
     rm -rf "${out:?}/$name-$k"
     dirs+=("$out/$name-$k")
@@ -173,9 +189,9 @@ alone() {
 
 run_here() { shift; "$@"; }  # the ENTER of processes on this machine
 
-echo "small preset, $steps steps per run (figures from steps $((warmup + 1))-$steps);" \
-  "load average before: $(cut -d' ' -f1-3 /proc/loadavg)"
-if ((local_runs)); then
+# local_round: the runs on this machine's cores.
+local_round() {
+  local group
   group="this machine ($(nproc) cores, shared memory)"
   train "mixed-1x$threads" "$group" mixed-threads 1 "$threads" -- \
     --data.train_manifest="$out/corpus/train.tsv"
@@ -187,29 +203,31 @@ if ((local_runs)); then
   train "equal-${threads}x1-1bucket" "$group" flat-1bucket "$threads" 1 \
     mpirun -np "$threads" --oversubscribe -- --data.train_manifest="$out/equal.tsv" "${one_bucket[@]}"
   alone "equal-${threads}x1-alone" "$group" "$threads" run_here -- --data.train_manifest="$out/equal.tsv"
-fi
+}
 
-for nodes in ${nets[@]+"${nets[@]}"}; do
-  net="mpiasr-bench"
-  ranks=$((nodes * ranks_per_node))
+# net_round N R: the runs on N fake nodes of R ranks each, on a network
+# started for them and stopped after.
+net="mpiasr-bench"
+stop_net() { bash "$root/scripts/fake-cluster-net.sh" stop --name "$net"; }
+net_round() {
+  local nodes="$1" ranks_per_node="$2"
+  local ranks=$((nodes * ranks_per_node)) tag="net$1x$2"
+  local group="$nodes fake nodes x $ranks_per_node ranks, $rate links (tbf, no added delay)"
+  trap stop_net EXIT
   bash "$root/scripts/fake-cluster-net.sh" start "$nodes" --rate "$rate" --name "$net" >"$out/net.log"
-  trap 'bash "$root/scripts/fake-cluster-net.sh" stop --name mpiasr-bench' EXIT
-  group="$nodes fake nodes x $ranks_per_node ranks, $rate links (tbf, no added delay)"
-  disks="$out/nodes-$nodes"
-  fake=("$root/scripts/mpirun-fake-nodes.sh" --nodes "$nodes" --ranks-per-node "$ranks_per_node"
-    --nodes-root "$disks" --node-disk "$out/node-disk" --net "$net")
+  local fake=("$root/scripts/mpirun-fake-nodes.sh" --nodes "$nodes" --ranks-per-node "$ranks_per_node"
+    --nodes-root "$out/nodes-$tag" --node-disk "$out/node-disk" --net "$net")
   # enter-node.sh K COMMAND: process K of the compute-only run on its fake
   # node (ranks of node k are numbered (k - 1) R + 1 .. k R).
-  enter="$out/enter-node.sh"
+  local enter="$out/enter-$tag.sh"
   cat >"$enter" <<EOF
 #!/usr/bin/env bash
-# enter-node.sh K COMMAND...: COMMAND in fake node K's network namespace and hostname.
+# enter-$tag.sh K COMMAND...: COMMAND in fake node K's network namespace and hostname.
 node=\$(( (\$1 - 1) / $ranks_per_node + 1 ))
 shift
 exec nsenter "--net=/run/netns/$net-node\$node" unshare --uts bash -c 'hostname "\$0" && exec "\$@"' "node\$node" "\$@"
 EOF
   chmod +x "$enter"
-  tag="net$nodes-x$ranks_per_node"
   alone "$tag-compute" "$group" "$ranks" "$enter" -- --data.train_manifest="$out/equal.tsv"
   train "$tag-flat" "$group" flat "$ranks" 1 "${fake[@]}" -- --data.train_manifest="$out/equal.tsv"
   train "$tag-flat-1bucket" "$group" flat-1bucket "$ranks" 1 "${fake[@]}" -- \
@@ -220,44 +238,122 @@ EOF
     train "$tag-hier-1bucket" "$group" hierarchical-1bucket "$ranks" 1 "${fake[@]}" -- \
       --data.train_manifest="$out/equal.tsv" --distributed.hierarchical=true "${one_bucket[@]}"
   fi
-  bash "$root/scripts/fake-cluster-net.sh" stop --name "$net"
+  stop_net
   trap - EXIT
-done
+}
 
-# The table, with each run's hidden share and step time against compute only.
-/usr/bin/python3 - "$results" <<'EOF' | tee "$out/table.txt"
-import json, sys
-rows = [json.loads(line) for line in open(sys.argv[1])]
-def fmt(value, spec):
-    return format(value, spec) if value is not None else "-"
-print(f"{'run':<26} {'ranks':>5} {'thr':>3} {'audio-s/s':>9} {'step ms':>8} {'wait ms':>8} "
-      f"{'wait%':>6} {'hidden':>6} {'vs compute':>10} {'comm cpu':>8} {'loader cpu':>10}")
-group = None
-for row in rows:
-    if row["group"] != group:
-        group = row["group"]
-        print(f"-- {group}")
-    same = [r for r in rows if r["group"] == group]
-    whole = next((r for r in same if r["kind"] == row["kind"] + "-1bucket"), None)
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+started=$(date -u '+%Y-%m-%d %H:%M UTC')
+echo "small preset, $steps steps per run (figures from steps $((warmup + 1))-$steps), $rounds round(s);" \
+  "load average before: $load_before"
+for ((round = 1; round <= rounds; ++round)); do
+  if ((local_runs)); then local_round; fi
+  for spec in ${nets[@]+"${nets[@]}"}; do
+    if [[ "$spec" == *x* ]]; then net_round "${spec%x*}" "${spec#*x}"; else net_round "$spec" 1; fi
+  done
+done
+load_after=$(cut -d' ' -f1-3 /proc/loadavg)
+
+# The tables: each figure the median over rounds; hidden, vs compute and the
+# ranks/threads ratio taken within each round, then their median and range.
+conditions="$started; $(nproc) cores ($(sed -n 's/^model name\s*: //p' /proc/cpuinfo | head -n 1));"
+conditions+=" load average $load_before before, $load_after after; small preset, steps $((warmup + 1))-$steps"
+conditions+=" of $steps; $rounds round(s), median (range over rounds)"
+/usr/bin/python3 - "$results" "$out/table.md" "$conditions" <<'EOF' | tee "$out/table.txt"
+import json, statistics, sys
+results, markdown, conditions = sys.argv[1:]
+rows = [json.loads(line) for line in open(results)]
+rounds = sorted({r["round"] for r in rows})
+names = list(dict.fromkeys(r["name"] for r in rows))
+
+def find(round_, group, kind):
+    return next((r for r in rows if r["round"] == round_ and r["group"] == group and r["kind"] == kind), None)
+
+def derived(row):
+    """hidden %, step / compute-only step, wait % of this row, within its round."""
+    whole = find(row["round"], row["group"], row["kind"] + "-1bucket")
     hidden = None
     if whole and row["kind"] in ("flat", "hierarchical") and whole["comm_wait_ms"]:
         hidden = 100 * (1 - row["comm_wait_ms"] / whole["comm_wait_ms"])
-    alone = next((r for r in same if r["kind"] == "alone"), None)
+    alone = find(row["round"], row["group"], "alone")
     versus = None
     if alone and row["kind"].startswith(("flat", "hierarchical")):
         versus = row["step_ms"] / alone["step_ms"]
-    wait_share = (100 * row["comm_wait_ms"] / row["step_ms"]
-                  if row["comm_wait_ms"] is not None else None)
-    print(f"{row['name']:<26} {row['ranks']:>5} {row['threads']:>3} {row['audio_s_per_s']:9.1f} "
-          f"{row['step_ms']:8.0f} {fmt(row['comm_wait_ms'], '8.1f'):>8} {fmt(wait_share, '5.1f'):>6} "
-          f"{fmt(hidden, '5.0f'):>5}% {fmt(versus, '9.3f'):>10} {fmt(row['comm_cpu_ms'], '8.1f'):>8} "
-          f"{fmt(row['loader_cpu_ms'], '10.1f'):>10}")
-def speed(kind):
-    return next((r["audio_s_per_s"] for r in rows if r["kind"] == kind), None)
-for label, ranks, threads in (("equal work", "flat", "threads"),
-                              ("generated corpus", "mixed-ranks", "mixed-threads")):
-    if speed(ranks) and speed(threads):
-        print(f"this machine, {label}: ranks x 1 thread run at {speed(ranks) / speed(threads):.2f}x "
-              f"the speed of 1 rank x threads")
+    wait_share = 100 * row["comm_wait_ms"] / row["step_ms"] if row["comm_wait_ms"] is not None else None
+    return {"hidden": hidden, "versus": versus, "wait_share": wait_share}
+
+def summary(values):
+    values = [v for v in values if v is not None]
+    if not values:
+        return None
+    return statistics.median(values), min(values), max(values)
+
+def fmt(stat, spec, ranged=False):
+    if stat is None:
+        return "-"
+    text = format(stat[0], spec)
+    if ranged and len(rounds) > 1:
+        text += f" ({format(stat[1], spec)}..{format(stat[2], spec)})"
+    return text
+
+table = []
+for name in names:
+    mine = [r for r in rows if r["name"] == name]
+    extra = [derived(r) for r in mine]
+    table.append({"name": name, "group": mine[0]["group"], "kind": mine[0]["kind"],
+                  "ranks": mine[0]["ranks"], "threads": mine[0]["threads"],
+                  **{key: summary([r[key] for r in mine])
+                     for key in ("audio_s_per_s", "step_ms", "comm_wait_ms", "comm_cpu_ms", "loader_cpu_ms")},
+                  **{key: summary([e[key] for e in extra]) for key in ("hidden", "versus", "wait_share")}})
+
+def speed_ratio(ranks_kind, threads_kind):
+    ratios = []
+    for round_ in rounds:
+        a = next((r for r in rows if r["round"] == round_ and r["kind"] == ranks_kind), None)
+        b = next((r for r in rows if r["round"] == round_ and r["kind"] == threads_kind), None)
+        if a and b:
+            ratios.append(a["audio_s_per_s"] / b["audio_s_per_s"])
+    return summary(ratios)
+
+notes = []
+for label, ranks_kind, threads_kind in (("equal work", "flat", "threads"),
+                                        ("generated corpus", "mixed-ranks", "mixed-threads")):
+    ratio = speed_ratio(ranks_kind, threads_kind)
+    if ratio:
+        notes.append(f"this machine, {label}: ranks x 1 thread run at {fmt(ratio, '.2f', True)}x "
+                     f"the speed of 1 rank x threads")
+
+print(conditions)
+print(f"{'run':<22} {'ranks':>5} {'thr':>3} {'audio-s/s':>9} {'step ms':>8} {'wait ms':>8} "
+      f"{'wait%':>6} {'hidden%':>7} {'vs compute':>10} {'comm cpu':>8} {'loader cpu':>10}")
+group = None
+for row in table:
+    if row["group"] != group:
+        group = row["group"]
+        print(f"-- {group}")
+    print(f"{row['name']:<22} {row['ranks']:>5} {row['threads']:>3} {fmt(row['audio_s_per_s'], '.1f'):>9} "
+          f"{fmt(row['step_ms'], '.0f'):>8} {fmt(row['comm_wait_ms'], '.1f'):>8} "
+          f"{fmt(row['wait_share'], '.1f'):>6} {fmt(row['hidden'], '.0f'):>7} "
+          f"{fmt(row['versus'], '.3f'):>10} {fmt(row['comm_cpu_ms'], '.1f'):>8} "
+          f"{fmt(row['loader_cpu_ms'], '.1f'):>10}")
+for note in notes:
+    print(note)
+
+with open(markdown, "w") as out:
+    out.write(f"Measured {conditions}.\n\n")
+    out.write("| run | ranks x threads | audio-s/s | step ms | comm wait ms | comm wait % of step "
+              "| % hidden | step / compute-only | comm thread CPU ms/step | loader CPU ms/step |\n")
+    out.write("|---|---|---|---|---|---|---|---|---|---|\n")
+    group = None
+    for row in table:
+        if row["group"] != group:
+            group = row["group"]
+            out.write(f"| **{group}** | | | | | | | | | |\n")
+        out.write(f"| {row['name']} | {row['ranks']} x {row['threads']} "
+                  f"| {fmt(row['audio_s_per_s'], '.1f', True)} | {fmt(row['step_ms'], '.0f')} "
+                  f"| {fmt(row['comm_wait_ms'], '.0f')} | {fmt(row['wait_share'], '.1f', True)} "
+                  f"| {fmt(row['hidden'], '.0f', True)} | {fmt(row['versus'], '.2f', True)} "
+                  f"| {fmt(row['comm_cpu_ms'], '.0f')} | {fmt(row['loader_cpu_ms'], '.0f')} |\n")
+    out.write("\n" + "".join(f"- {note}\n" for note in notes))
 EOF
-echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg); logs and metrics in $out"
+echo "load average after: $load_after; logs and metrics in $out; the table as Markdown in $out/table.md"
