@@ -189,8 +189,13 @@ void GradientReducer::reduce_step() {
     for (; posted_ < handed_out; ++posted_, advanced = true) post(posted_);
     advanced |= progress();
     if (closed && done_buckets_ == buckets_.size()) return;
-    if (closed && Clock::now() - closed_at > std::chrono::duration<double>(ctx_.timeout_s())) {
-      abort_on_timeout(ctx_, "gradient all-reduce");
+    if (closed) {
+      // The trainer waits in finish(), off MPI: a rank that timed out
+      // elsewhere may ask this one where it is.
+      answer_where(ctx_, "gradient all-reduce");
+      if (Clock::now() - closed_at > std::chrono::duration<double>(ctx_.timeout_s())) {
+        abort_on_timeout(ctx_, "gradient all-reduce");
+      }
     }
     sleep = advanced ? kFirstPollSleep : std::min(2 * sleep, kLongestPollSleep);
   }

@@ -20,7 +20,8 @@
 // step is measured (last_comm_cpu_seconds). The collective timeout runs from
 // finish(): when the step is not done within ctx.timeout_s() the
 // communication thread aborts the job naming rank, step and
-// "gradient all-reduce" (mpi/timeout.h, exit code 5).
+// "gradient all-reduce" (mpi/timeout.h, exit code 5); while finish() waits,
+// it answers the "where are you" of ranks that timed out elsewhere.
 //
 // Reduction of one bucket, on point-to-point messages (tag = bucket index)
 // over the reducer's own duplicated communicators, as a fixed sequence of
