@@ -10,12 +10,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "io/audio.h"
 #include "io/char_tokenizer.h"
@@ -368,7 +370,13 @@ TEST_F(LoaderTest, WorkersRunAtIdlePriorityAndTheirCpuTimeIsCounted) {
   EXPECT_EQ(loader.worker_cpu_seconds(), 0.0);
   loader.start_epoch(0, batches);
   Batch batch;
-  ASSERT_TRUE(loader.next(batch));  // the workers are running (or wait for a free slot)
+  ASSERT_TRUE(loader.next(batch));
+  // A worker lowers its own priority when it first runs, which on a busy
+  // machine can come after another worker's batch was delivered: wait for it.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (threads_at_low_priority() - before < 3 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   EXPECT_EQ(threads_at_low_priority() - before, 3);
   while (loader.next(batch)) {
   }
