@@ -42,7 +42,8 @@ TEST(RunOn, OthersWaitForMain) {
   run_on_main(ctx, [] { std::this_thread::sleep_for(std::chrono::milliseconds(300)); });
   const double waited =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_GE(waited, 0.29) << "rank " << ctx.world_rank() << " left before rank 0 finished";
+  // A rank may start its clock late on a busy machine: 100 ms of slack.
+  EXPECT_GE(waited, 0.2) << "rank " << ctx.world_rank() << " left before rank 0 finished";
 }
 
 TEST(RunOn, OncePerNodeRunsOnEveryNodeLeader) {
