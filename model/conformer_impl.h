@@ -1,6 +1,6 @@
 // Definitions of Conformer (model/conformer.h), included by the translation
 // units that instantiate it for their <Act, Acc> (model/conformer.cpp for the
-// CPU types; the CUDA library for <__half, float>).
+// CPU types; the CUDA library for <__half, float> and <__nv_bfloat16, float>).
 #pragma once
 
 #include <algorithm>

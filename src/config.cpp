@@ -31,7 +31,7 @@ MPIASR_ENUM_NAMES(TokenizerType, "char", "bpe", "unigram")
 MPIASR_ENUM_NAMES(ModelPreset, "tiny", "small", "medium", "large")
 MPIASR_ENUM_NAMES(ScheduleType, "noam", "cosine", "constant")
 MPIASR_ENUM_NAMES(LrScaling, "none", "linear", "sqrt")
-MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed")
+MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed", "bf16-mixed")
 MPIASR_ENUM_NAMES(DeviceType, "auto", "cpu", "cuda")
 MPIASR_ENUM_NAMES(FsMode, "shared", "per-node")
 MPIASR_ENUM_NAMES(ResumeMode, "auto", "never")
@@ -603,7 +603,8 @@ void check_config(const Config& c) {
           c.precision.growth_interval, "must be >= 1");
   require(c.precision.max_skips_at_min_scale >= 1, "precision.max_skips_at_min_scale",
           c.precision.max_skips_at_min_scale, "must be >= 1");
-  require(c.training.device != DeviceType::kCpu || c.precision.mode != Precision::kFp16Mixed,
+  require(c.training.device != DeviceType::kCpu || c.precision.mode == Precision::kAuto ||
+              c.precision.mode == Precision::kFp32,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
   require(c.training.epochs >= 1, "training.epochs", c.training.epochs, "must be >= 1");
   require(c.training.max_steps >= 0, "training.max_steps", c.training.max_steps,

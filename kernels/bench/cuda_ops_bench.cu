@@ -34,7 +34,7 @@ constexpr int kRows = kB * kT;
 constexpr int kInputFrames = 1500, kMels = 80, kChannels = 256;
 constexpr size_t kParameters = size_t(30) << 20;  // ~medium's parameter count
 
-CudaBackend* g_backend = nullptr;
+CudaBackend<__half>* g_backend = nullptr;
 
 // Fills x [n] with values in [-1, 1) from a hash of the index.
 template <typename T>
@@ -72,7 +72,7 @@ using Float = Buffer<float>;
 // Times op() with events on the backend's stream (one warm-up call first)
 // and sets the throughput counters from its bytes and flops per call.
 void run(benchmark::State& state, double bytes, double flops, const std::function<void()>& op) {
-  CudaBackend& be = *g_backend;
+  CudaBackend<__half>& be = *g_backend;
   const CudaDeviceInfo& info = be.device_info();
   CudaEvent start(true), stop(true);
   op();
@@ -332,7 +332,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   mpiasr::register_benchmarks();
   if (mpiasr::list_or_skip("cuda_ops_bench", list_requested)) return 0;
-  mpiasr::CudaBackend backend(mpiasr::CudaBackendOptions{.arena_bytes = size_t(16) << 30});
+  mpiasr::CudaBackend<__half> backend(mpiasr::CudaBackendOptions{.arena_bytes = size_t(16) << 30});
   mpiasr::g_backend = &backend;
   const mpiasr::CudaDeviceInfo& info = backend.device_info();
   benchmark::AddCustomContext("device", info.name);

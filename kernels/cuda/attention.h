@@ -4,33 +4,38 @@
 // contexts [B, H, T, Dh], scores [B, H, T, T]; lengths [B] on the device.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace mpiasr {
 
-// cos_table, sin_table [T, Dh / 2] = cos, sin of rope_angle(t, i, Dh)
+// cos_table, sin_table [T_, Dh / 2] = cos, sin of rope_angle(t, i, Dh)
 // (kernels/rope.h), computed in double and rounded to float.
-void cuda_rope_table(float* cos_table, float* sin_table, int T, int Dh, cudaStream_t stream);
+void cuda_rope_table(float* cos_table, float* sin_table, int T_, int Dh, cudaStream_t stream);
 
-// Tables built by cuda_rope_table for at least T positions and this Dh.
-void cuda_qkv_split_rope_forward(__half* q, __half* k, __half* v, const __half* qkv,
-                                 const float* cos_table, const float* sin_table, int B, int T,
-                                 int H, int Dh, cudaStream_t stream);
-void cuda_qkv_split_rope_backward(__half* dqkv, const __half* dq, const __half* dk,
-                                  const __half* dv, const float* cos_table, const float* sin_table,
-                                  int B, int T, int H, int Dh, cudaStream_t stream);
+// Tables built by cuda_rope_table for at least T_ positions and this Dh.
+template <typename T>
+void cuda_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, const float* cos_table,
+                                 const float* sin_table, int B, int T_, int H, int Dh,
+                                 cudaStream_t stream);
+template <typename T>
+void cuda_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv,
+                                  const float* cos_table, const float* sin_table, int B, int T_,
+                                  int H, int Dh, cudaStream_t stream);
 
-void cuda_masked_softmax_forward(__half* probs, const __half* scores, const int32_t* lengths, int B,
-                                 int H, int T, cudaStream_t stream);
-void cuda_masked_softmax_backward(__half* dscores, const __half* dprobs, const __half* probs, int B,
-                                  int H, int T, cudaStream_t stream);
+template <typename T>
+void cuda_masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B, int H,
+                                 int T_, cudaStream_t stream);
+template <typename T>
+void cuda_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B, int H, int T_,
+                                  cudaStream_t stream);
 
-void cuda_merge_heads_forward(__half* out, const __half* ctx, int B, int T, int H, int Dh,
+template <typename T>
+void cuda_merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh,
                               cudaStream_t stream);
-void cuda_merge_heads_backward(__half* dctx, const __half* dout, int B, int T, int H, int Dh,
+template <typename T>
+void cuda_merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh,
                                cudaStream_t stream);
 
 }  // namespace mpiasr

@@ -18,9 +18,9 @@ namespace {
 // Thread j serves Philox block first_block + j: stream positions
 // 8 (first_block + j) .. + 7, i.e. the elements g - offset of those positions g
 // that lie in [offset, offset + n).
-__global__ void dropout_kernel(__half* out, const __half* inp, float scale, uint32_t threshold,
-                               uint64_t seed, uint64_t offset, size_t n, uint64_t first_block,
-                               size_t blocks) {
+template <typename T>
+__global__ void dropout_kernel(T* out, const T* inp, float scale, uint32_t threshold, uint64_t seed,
+                               uint64_t offset, size_t n, uint64_t first_block, size_t blocks) {
   MPIASR_GRID_STRIDE(j, blocks) {
     const uint64_t block = first_block + j;
     uint32_t bits[kDropoutElementsPerBlock];
@@ -30,7 +30,7 @@ __global__ void dropout_kernel(__half* out, const __half* inp, float scale, uint
       if (g < offset || g - offset >= n) continue;
       const size_t i = size_t(g - offset);
       // x * 0 for a dropped element, as the CPU computes it (NaN and inf stay visible).
-      out[i] = to_half(to_float(inp[i]) * (bits[e] >= threshold ? scale : 0.0f));
+      out[i] = from_float<T>(to_float(inp[i]) * (bits[e] >= threshold ? scale : 0.0f));
     }
   }
 }
@@ -40,17 +40,18 @@ __global__ void dropout_kernel(__half* out, const __half* inp, float scale, uint
 
 using namespace cuda_kernels;
 
-void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset, size_t n,
+template <typename T>
+void cuda_dropout(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n,
                   cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (n == 0) return;
   if (p == 0.0f) {
     if (out != inp)
-      CUDA_CHECK(cudaMemcpyAsync(out, inp, n * sizeof(__half), cudaMemcpyDeviceToDevice, stream));
+      CUDA_CHECK(cudaMemcpyAsync(out, inp, n * sizeof(T), cudaMemcpyDeviceToDevice, stream));
     return;
   }
   if (p == 1.0f) {
-    CUDA_CHECK(cudaMemsetAsync(out, 0, n * sizeof(__half), stream));
+    CUDA_CHECK(cudaMemsetAsync(out, 0, n * sizeof(T), stream));
     return;
   }
   // The same scale as the CPU backend's T(1) / (T(1) - T(p)) for T = float.
@@ -58,8 +59,13 @@ void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64
   const uint64_t first_block = offset / kDropoutElementsPerBlock;
   const uint64_t end_block = (offset + n + kDropoutElementsPerBlock - 1) / kDropoutElementsPerBlock;
   const size_t blocks = size_t(end_block - first_block);
-  MPIASR_LAUNCH(dropout_kernel, grid_for(blocks), kThreads, 0, stream, out, inp, scale,
+  MPIASR_LAUNCH(dropout_kernel<T>, grid_for(blocks), kThreads, 0, stream, out, inp, scale,
                 dropout_threshold(p), seed, offset, n, first_block, blocks);
 }
+
+template void cuda_dropout<__half>(__half*, const __half*, float, uint64_t, uint64_t, size_t,
+                                   cudaStream_t);
+template void cuda_dropout<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*, float, uint64_t,
+                                          uint64_t, size_t, cudaStream_t);
 
 }  // namespace mpiasr

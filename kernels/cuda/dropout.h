@@ -1,8 +1,8 @@
-// Launcher of the dropout kernel (kernels/cuda/dropout.cu); masks from
-// kernels/philox.h, the same as the CPU backend's. Device pointers.
+// Launcher of the dropout kernel (kernels/cuda/dropout.cu) over T = __half or
+// __nv_bfloat16; masks from kernels/philox.h, the same as the CPU backend's.
+// Device pointers.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -12,7 +12,8 @@ namespace mpiasr {
 
 // out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0 (out may alias inp);
 // the backward pass is the same map applied to the gradient.
-void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset, size_t n,
+template <typename T>
+void cuda_dropout(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n,
                   cudaStream_t stream);
 
 }  // namespace mpiasr

@@ -21,14 +21,14 @@ namespace {
 
 constexpr int kRowsPerBlock = kThreads / kWarp;
 
-__global__ void layernorm_forward_kernel(__half* out, float* mean, float* rstd, const __half* inp,
-                                         const __half* weight, const __half* bias, int N, int C,
-                                         float eps) {
+template <typename T>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp,
+                                         const T* weight, const T* bias, int N, int C, float eps) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= N) return;
-  const __half* x = inp + size_t(row) * C;
-  __half* y = out + size_t(row) * C;
+  const T* x = inp + size_t(row) * C;
+  T* y = out + size_t(row) * C;
   float sum = 0.0f;
   for (int c = lane; c < C; c += kWarp) sum += to_float(x[c]);
   const float m = warp_sum(sum) / float(C);
@@ -42,7 +42,7 @@ __global__ void layernorm_forward_kernel(__half* out, float* mean, float* rstd, 
     const float xhat = (to_float(x[c]) - m) * r;
     const float w = weight ? to_float(weight[c]) : 1.0f;
     const float b = bias ? to_float(bias[c]) : 0.0f;
-    y[c] = to_half(xhat * w + b);
+    y[c] = from_float<T>(xhat * w + b);
   }
   if (lane == 0) {
     if (mean) mean[row] = m;
@@ -50,15 +50,16 @@ __global__ void layernorm_forward_kernel(__half* out, float* mean, float* rstd, 
   }
 }
 
-__global__ void layernorm_backward_input_kernel(__half* dinp, const __half* dout, const __half* inp,
-                                                const __half* weight, const float* mean,
+template <typename T>
+__global__ void layernorm_backward_input_kernel(T* dinp, const T* dout, const T* inp,
+                                                const T* weight, const float* mean,
                                                 const float* rstd, int N, int C) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= N) return;
-  const __half* x = inp + size_t(row) * C;
-  const __half* dy = dout + size_t(row) * C;
-  __half* dx = dinp + size_t(row) * C;
+  const T* x = inp + size_t(row) * C;
+  const T* dy = dout + size_t(row) * C;
+  T* dx = dinp + size_t(row) * C;
   const float m = mean[row], r = rstd[row];
   float sum_g = 0.0f, sum_g_xhat = 0.0f;
   for (int c = lane; c < C; c += kWarp) {
@@ -71,15 +72,15 @@ __global__ void layernorm_backward_input_kernel(__half* dinp, const __half* dout
   for (int c = lane; c < C; c += kWarp) {
     const float g = to_float(dy[c]) * (weight ? to_float(weight[c]) : 1.0f);
     const float xhat = (to_float(x[c]) - m) * r;
-    dx[c] = to_half(to_float(dx[c]) + r * (g - mean_g - xhat * mean_g_xhat));
+    dx[c] = from_float<T>(to_float(dx[c]) + r * (g - mean_g - xhat * mean_g_xhat));
   }
 }
 
 // partials_w / partials_b [chunks, C]: sums over the chunk's rows of dy xhat and dy.
-__global__ void layernorm_param_partials_kernel(float* partials_w, float* partials_b,
-                                                const __half* dout, const __half* inp,
-                                                const float* mean, const float* rstd, int N, int C,
-                                                int rows_per_chunk) {
+template <typename T>
+__global__ void layernorm_param_partials_kernel(float* partials_w, float* partials_b, const T* dout,
+                                                const T* inp, const float* mean, const float* rstd,
+                                                int N, int C, int rows_per_chunk) {
   const int c = blockIdx.x * blockDim.x + threadIdx.x;
   const int chunk = blockIdx.y;
   if (c >= C) return;
@@ -100,23 +101,23 @@ __global__ void layernorm_param_partials_kernel(float* partials_w, float* partia
 
 using namespace cuda_kernels;
 
-void cuda_layernorm_forward(__half* out, float* mean, float* rstd, const __half* inp,
-                            const __half* weight, const __half* bias, int N, int C, float eps,
-                            cudaStream_t stream) {
+template <typename T>
+void cuda_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                            const T* bias, int N, int C, float eps, cudaStream_t stream) {
   if (N <= 0 || C <= 0) return;
   const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  MPIASR_LAUNCH(layernorm_forward_kernel, blocks, kThreads, 0, stream, out, mean, rstd, inp, weight,
-                bias, N, C, eps);
+  MPIASR_LAUNCH(layernorm_forward_kernel<T>, blocks, kThreads, 0, stream, out, mean, rstd, inp,
+                weight, bias, N, C, eps);
 }
 
-void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                             const __half* inp, const __half* weight, const float* mean,
-                             const float* rstd, int N, int C, float* partials,
-                             cudaStream_t stream) {
+template <typename T>
+void cuda_layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                             const T* weight, const float* mean, const float* rstd, int N, int C,
+                             float* partials, cudaStream_t stream) {
   if (N <= 0 || C <= 0) return;
   if (dinp) {
     const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-    MPIASR_LAUNCH(layernorm_backward_input_kernel, blocks, kThreads, 0, stream, dinp, dout, inp,
+    MPIASR_LAUNCH(layernorm_backward_input_kernel<T>, blocks, kThreads, 0, stream, dinp, dout, inp,
                   weight, mean, rstd, N, C);
   }
   if (!dweight && !dbias) return;
@@ -125,10 +126,20 @@ void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const _
   float* partials_w = partials;
   float* partials_b = partials + size_t(chunks) * C;
   const dim3 grid(unsigned((C + kThreads - 1) / kThreads), unsigned(chunks));
-  MPIASR_LAUNCH(layernorm_param_partials_kernel, grid, kThreads, 0, stream, partials_w, partials_b,
-                dout, inp, mean, rstd, N, C, rows_per_chunk);
+  MPIASR_LAUNCH(layernorm_param_partials_kernel<T>, grid, kThreads, 0, stream, partials_w,
+                partials_b, dout, inp, mean, rstd, N, C, rows_per_chunk);
   if (dweight) cuda_add_partials(dweight, partials_w, chunks, C, stream);
   if (dbias) cuda_add_partials(dbias, partials_b, chunks, C, stream);
 }
+
+#define MPIASR_INSTANTIATE(T)                                                                    \
+  template void cuda_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int, \
+                                          int, float, cudaStream_t);                             \
+  template void cuda_layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,     \
+                                           const float*, const float*, int, int, float*,         \
+                                           cudaStream_t);
+MPIASR_INSTANTIATE(__half)
+MPIASR_INSTANTIATE(__nv_bfloat16)
+#undef MPIASR_INSTANTIATE
 
 }  // namespace mpiasr
