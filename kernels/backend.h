@@ -120,6 +120,23 @@ class Backend {
   virtual void merge_heads_forward(Act* out, const Act* ctx, int B, int T, int H, int Dh) = 0;
   virtual void merge_heads_backward(Act* dctx, const Act* dout, int B, int T, int H, int Dh) = 0;
 
+  // ---- attention (fused) --------------------------------------------------
+  // Multi-head self-attention straight from the QKV projection qkv
+  // [B, T, 3, H, Dh] (per frame q, k, v, each H heads of Dh), per utterance b
+  // and head h, with q and k rotated by RoPE (kernels/rope.h, position = frame
+  // index) and the keys s >= lengths[b] masked out:
+  //   S = scale q k^T,  P = softmax over keys,  out [B, T, H, Dh] (= [B, T, C]) = P v
+  // lse [B, H, T] gets each row's log-sum-exp of S for the backward pass
+  // (-inf, and out 0, where lengths[b] = 0). Rows of padded queries are
+  // computed as well. No T x T tensor is kept.
+  virtual void attention_forward(Act* out, Acc* lse, const Act* qkv, const int32_t* lengths, int B,
+                                 int T, int H, int Dh, float scale) = 0;
+  // dqkv [B, T, 3, H, Dh] (overwritten) from dout = d loss / d out, P
+  // recomputed from qkv and lse; out is the forward's output.
+  virtual void attention_backward(Act* dqkv, const Act* dout, const Act* out, const Acc* lse,
+                                  const Act* qkv, const int32_t* lengths, int B, int T, int H,
+                                  int Dh, float scale) = 0;
+
   // ---- depthwise Conv1d over time, "same" padding, masked at padding ------
   // inp, out [B, T, C]; weight [C, K] (K odd); bias [C]. Frames t >= lengths[b]
   // are treated as zeros on input and written as zeros on output.

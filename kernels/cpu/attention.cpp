@@ -1,10 +1,13 @@
 // Head split with RoPE, key-masked softmax and head merge (see attention.h).
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/exp.h"
@@ -129,6 +132,150 @@ MPIASR_SIMD_CLONES void cpu_masked_softmax_backward(T* dscores, const T* dprobs,
   }
 }
 
+namespace {
+
+// The head vectors of one (b, h) from qkv [B, T, 3, H, Dh]: part 0 (q), 1 (k)
+// or 2 (v) of frames [0, frames) into x [frames, Dh], rotated by RoPE for q and k.
+template <typename T>
+void gather_head(T* x, const T* qkv, const RopeTable<T>& table, int b, int h, int part, int frames,
+                 int T_, int H, int Dh) {
+  for (int t = 0; t < frames; ++t) {
+    const T* row = qkv + ((int64_t(b) * T_ + t) * 3 + part) * H * Dh + int64_t(h) * Dh;
+    if (part == 2) {
+      std::memcpy(x + int64_t(t) * Dh, row, sizeof(T) * Dh);
+    } else {
+      rotate(x + int64_t(t) * Dh, row, table, t, Dh, T(1));
+    }
+  }
+}
+
+// The inverse of gather_head for gradients: dx [frames, Dh] into part `part`
+// of dqkv, rotated back for q and k; frames [frames, T) of the part get zeros.
+template <typename T>
+void scatter_head(T* dqkv, const T* dx, const RopeTable<T>& table, int b, int h, int part,
+                  int frames, int T_, int H, int Dh) {
+  for (int t = 0; t < T_; ++t) {
+    T* row = dqkv + ((int64_t(b) * T_ + t) * 3 + part) * H * Dh + int64_t(h) * Dh;
+    if (t >= frames) {
+      std::fill(row, row + Dh, T(0));
+    } else if (part == 2) {
+      std::memcpy(row, dx + int64_t(t) * Dh, sizeof(T) * Dh);
+    } else {
+      rotate(row, dx + int64_t(t) * Dh, table, t, Dh, T(-1));
+    }
+  }
+}
+
+// x [T, Dh] from (or to) the rows of head h of y [B, T, H, Dh].
+template <typename T>
+void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
+  for (int t = 0; t < T_; ++t) {
+    std::memcpy(x + int64_t(t) * Dh, y + ((int64_t(b) * T_ + t) * H + h) * Dh, sizeof(T) * Dh);
+  }
+}
+
+template <typename T>
+void check_lengths(const int32_t* lengths, int B, int T_) {
+  for (int b = 0; b < B; ++b) {
+    MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
+                                                                << b << " is outside [0, " << T_
+                                                                << "]");
+  }
+}
+
+}  // namespace
+
+template <typename T>
+void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_,
+                           int H, int Dh, T scale) {
+  check_lengths<T>(lengths, B, T_);
+  const RopeTable<T> table(T_, Dh);
+#pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+    const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+    T* lse_row = lse + bh * T_;
+    if (L == 0) {
+      for (int t = 0; t < T_; ++t) {
+        std::fill_n(out + ((int64_t(b) * T_ + t) * H + h) * Dh, Dh, T(0));
+        lse_row[t] = -std::numeric_limits<T>::infinity();
+      }
+      continue;
+    }
+    std::vector<T> q(size_t(T_) * Dh), k(size_t(L) * Dh), v(size_t(L) * Dh);
+    std::vector<T> p(size_t(T_) * L), o(size_t(T_) * Dh);
+    gather_head(q.data(), qkv, table, b, h, 0, T_, T_, H, Dh);
+    gather_head(k.data(), qkv, table, b, h, 1, L, T_, H, Dh);
+    gather_head(v.data(), qkv, table, b, h, 2, L, T_, H, Dh);
+    blas_gemm<T>(false, true, T_, L, Dh, scale, q.data(), Dh, k.data(), Dh, T(0), p.data(), L);
+    for (int t = 0; t < T_; ++t) {
+      T* row = p.data() + int64_t(t) * L;
+      T max = row[0];
+      for (int s = 1; s < L; ++s) max = row[s] > max ? row[s] : max;
+      T sum = T(0);
+      for (int s = 0; s < L; ++s) {
+        row[s] = std::exp(row[s] - max);
+        sum += row[s];
+      }
+      for (int s = 0; s < L; ++s) row[s] /= sum;
+      lse_row[t] = max + std::log(sum);
+    }
+    blas_gemm<T>(false, false, T_, Dh, L, T(1), p.data(), L, v.data(), Dh, T(0), o.data(), Dh);
+    for (int t = 0; t < T_; ++t) {
+      std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.data() + int64_t(t) * Dh,
+                  sizeof(T) * Dh);
+    }
+  }
+}
+
+template <typename T>
+void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, const T* qkv,
+                            const int32_t* lengths, int B, int T_, int H, int Dh, T scale) {
+  check_lengths<T>(lengths, B, T_);
+  const RopeTable<T> table(T_, Dh);
+#pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+    const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+    const T* lse_row = lse + bh * T_;
+    std::vector<T> q(size_t(T_) * Dh), k(size_t(L) * Dh), v(size_t(L) * Dh);
+    std::vector<T> d_out(size_t(T_) * Dh), o(size_t(T_) * Dh), dq(size_t(T_) * Dh, T(0));
+    std::vector<T> dk(size_t(L) * Dh), dv(size_t(L) * Dh);
+    if (L > 0) {
+      std::vector<T> p(size_t(T_) * L), ds(size_t(T_) * L), row_dot(static_cast<size_t>(T_));
+      gather_head(q.data(), qkv, table, b, h, 0, T_, T_, H, Dh);
+      gather_head(k.data(), qkv, table, b, h, 1, L, T_, H, Dh);
+      gather_head(v.data(), qkv, table, b, h, 2, L, T_, H, Dh);
+      gather_rows(d_out.data(), dout, b, h, T_, H, Dh);
+      gather_rows(o.data(), out, b, h, T_, H, Dh);
+      blas_gemm<T>(false, true, T_, L, Dh, scale, q.data(), Dh, k.data(), Dh, T(0), p.data(), L);
+      for (int t = 0; t < T_; ++t) {
+        T dot = T(0);
+        for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
+        row_dot[size_t(t)] = dot;
+        for (int s = 0; s < L; ++s) {
+          T& x = p[size_t(t) * L + s];
+          x = std::exp(x - lse_row[t]);
+        }
+      }
+      // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
+      blas_gemm<T>(true, false, L, Dh, T_, T(1), p.data(), L, d_out.data(), Dh, T(0), dv.data(),
+                   Dh);
+      blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.data(), Dh, v.data(), Dh, T(0), ds.data(),
+                   L);
+      for (int t = 0; t < T_; ++t) {
+        for (int s = 0; s < L; ++s) {
+          const size_t at = size_t(t) * L + s;
+          ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
+        }
+      }
+      blas_gemm<T>(false, false, T_, Dh, L, scale, ds.data(), L, k.data(), Dh, T(0), dq.data(), Dh);
+      blas_gemm<T>(true, false, L, Dh, T_, scale, ds.data(), L, q.data(), Dh, T(0), dk.data(), Dh);
+    }
+    scatter_head(dqkv, dq.data(), table, b, h, 0, T_, T_, H, Dh);
+    scatter_head(dqkv, dk.data(), table, b, h, 1, L, T_, H, Dh);
+    scatter_head(dqkv, dv.data(), table, b, h, 2, L, T_, H, Dh);
+  }
+}
+
 template <typename T>
 void cpu_merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
 #pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * H * Dh))
@@ -155,13 +302,16 @@ void cpu_merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int 
   }
 }
 
-#define MPIASR_INSTANTIATE(T)                                                                   \
-  template void cpu_qkv_split_rope_forward<T>(T*, T*, T*, const T*, int, int, int, int);        \
-  template void cpu_qkv_split_rope_backward<T>(T*, const T*, const T*, const T*, int, int, int, \
-                                               int);                                            \
-  template void cpu_masked_softmax_forward<T>(T*, const T*, const int32_t*, int, int, int);     \
-  template void cpu_masked_softmax_backward<T>(T*, const T*, const T*, int, int, int);          \
-  template void cpu_merge_heads_forward<T>(T*, const T*, int, int, int, int);                   \
+#define MPIASR_INSTANTIATE(T)                                                                      \
+  template void cpu_qkv_split_rope_forward<T>(T*, T*, T*, const T*, int, int, int, int);           \
+  template void cpu_qkv_split_rope_backward<T>(T*, const T*, const T*, const T*, int, int, int,    \
+                                               int);                                               \
+  template void cpu_masked_softmax_forward<T>(T*, const T*, const int32_t*, int, int, int);        \
+  template void cpu_masked_softmax_backward<T>(T*, const T*, const T*, int, int, int);             \
+  template void cpu_attention_forward<T>(T*, T*, const T*, const int32_t*, int, int, int, int, T); \
+  template void cpu_attention_backward<T>(T*, const T*, const T*, const T*, const T*,              \
+                                          const int32_t*, int, int, int, int, T);                  \
+  template void cpu_merge_heads_forward<T>(T*, const T*, int, int, int, int);                      \
   template void cpu_merge_heads_backward<T>(T*, const T*, int, int, int, int);
 MPIASR_INSTANTIATE(float)
 MPIASR_INSTANTIATE(double)

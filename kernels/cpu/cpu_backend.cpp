@@ -276,6 +276,21 @@ void CpuBackend<T>::merge_heads_backward(T* dctx, const T* dout, int B, int T_, 
   cpu_merge_heads_backward(dctx, dout, B, T_, H, Dh);
 }
 
+template <typename T>
+void CpuBackend<T>::attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B,
+                                      int T_, int H, int Dh, float scale) {
+  use_threads();
+  cpu_attention_forward(out, lse, qkv, lengths, B, T_, H, Dh, T(scale));
+}
+
+template <typename T>
+void CpuBackend<T>::attention_backward(T* dqkv, const T* dout, const T* out, const T* lse,
+                                       const T* qkv, const int32_t* lengths, int B, int T_, int H,
+                                       int Dh, float scale) {
+  use_threads();
+  cpu_attention_backward(dqkv, dout, out, lse, qkv, lengths, B, T_, H, Dh, T(scale));
+}
+
 // ---- depthwise conv1d -------------------------------------------------------
 
 template <typename T>

@@ -81,6 +81,12 @@ class CpuBackend : public Backend<T, T> {
   void merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) override;
   void merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) override;
 
+  void attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_, int H,
+                         int Dh, float scale) override;
+  void attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, const T* qkv,
+                          const int32_t* lengths, int B, int T_, int H, int Dh,
+                          float scale) override;
+
   void depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
                                 const int32_t* lengths, int B, int T_, int C, int K) override;
   void depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,

@@ -38,4 +38,20 @@ template <typename T>
 void cuda_merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh,
                                cudaStream_t stream);
 
+// Fused attention (kernels/backend.h, attention_forward / _backward) on
+// tensor cores (wmma), flash-style: per (b, h) and tile of 64 queries (32
+// for heads over 64), the keys < lengths[b] in steps of 32 with an online
+// softmax; nothing of size T x T is stored. lse [B, H, T] float. The tables
+// are cuda_rope_table's for at least T positions; Dh even, at most 128.
+template <typename T>
+void cuda_attention_forward(T* out, float* lse, const T* qkv, const float* cos_table,
+                            const float* sin_table, const int32_t* lengths, int B, int T_, int H,
+                            int Dh, float scale, cudaStream_t stream);
+// row_dot: B H T floats of scratch (D = rowsum(dout out)).
+template <typename T>
+void cuda_attention_backward(T* dqkv, float* row_dot, const T* dout, const T* out, const float* lse,
+                             const T* qkv, const float* cos_table, const float* sin_table,
+                             const int32_t* lengths, int B, int T_, int H, int Dh, float scale,
+                             cudaStream_t stream);
+
 }  // namespace mpiasr

@@ -378,6 +378,27 @@ void CudaBackend<Act>::merge_heads_backward(Act* dctx, const Act* dout, int B, i
   cuda_merge_heads_backward(dctx, dout, B, T, H, Dh, stream_.get());
 }
 
+template <typename Act>
+void CudaBackend<Act>::attention_forward(Act* out, float* lse, const Act* qkv,
+                                         const int32_t* lengths, int B, int T, int H, int Dh,
+                                         float scale) {
+  const float *cos_table = nullptr, *sin_table = nullptr;
+  rope_tables(T, Dh, &cos_table, &sin_table);
+  cuda_attention_forward(out, lse, qkv, cos_table, sin_table, device_lengths(lengths, B, T), B, T,
+                         H, Dh, scale, stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::attention_backward(Act* dqkv, const Act* dout, const Act* out,
+                                          const float* lse, const Act* qkv, const int32_t* lengths,
+                                          int B, int T, int H, int Dh, float scale) {
+  const float *cos_table = nullptr, *sin_table = nullptr;
+  rope_tables(T, Dh, &cos_table, &sin_table);
+  float* row_dot = scratch_of<float>(kAttentionRows, std::max<size_t>(size_t(B) * H * T, 1));
+  cuda_attention_backward(dqkv, row_dot, dout, out, lse, qkv, cos_table, sin_table,
+                          device_lengths(lengths, B, T), B, T, H, Dh, scale, stream_.get());
+}
+
 // ---- depthwise conv1d -------------------------------------------------------
 
 template <typename Act>

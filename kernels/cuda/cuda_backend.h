@@ -120,6 +120,12 @@ class CudaBackend : public Backend<Act, float> {
   void merge_heads_forward(Act* out, const Act* ctx, int B, int T, int H, int Dh) override;
   void merge_heads_backward(Act* dctx, const Act* dout, int B, int T, int H, int Dh) override;
 
+  void attention_forward(Act* out, float* lse, const Act* qkv, const int32_t* lengths, int B, int T,
+                         int H, int Dh, float scale) override;
+  void attention_backward(Act* dqkv, const Act* dout, const Act* out, const float* lse,
+                          const Act* qkv, const int32_t* lengths, int B, int T, int H, int Dh,
+                          float scale) override;
+
   void depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
                                 const int32_t* lengths, int B, int T, int C, int K) override;
   void depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
@@ -146,6 +152,7 @@ class CudaBackend : public Backend<Act, float> {
     kConvDcolumns,
     kConvDweightRows,
     kRopeTables,
+    kAttentionRows,
     kLengths,
     kCtcArguments,
     kCtcWork,

@@ -406,6 +406,83 @@ TYPED_TEST(CudaAttention, QkvSplitRopeMergeHeadsAndMaskedSoftmax) {
                "dscores");
 }
 
+// Fused attention against the CPU backend's and against the unfused CUDA path
+// it replaces (split with RoPE, score GEMM, masked softmax, context GEMM,
+// merge), for the head sizes of the presets (16 tiny, 36 small, 64 medium and
+// large) and the largest (128), T a multiple of no tile, and lengths T,
+// partial, 1 and 0.
+TYPED_TEST(CudaAttention, FusedMatchesCpuAndUnfusedPath) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& be = backend<Act>();
+  for (int Dh : {16, 36, 64, 128}) {
+    const int B = 4, T = 50, H = 2;
+    const int32_t lengths[B] = {T, 37, 1, 0};
+    const size_t n_qkv = size_t(B) * T * 3 * H * Dh, n = size_t(B) * T * H * Dh;
+    const size_t n_lse = size_t(B) * H * T, n_scores = size_t(B) * H * T * T;
+    const float scale = float(1.0 / std::sqrt(double(Dh)));
+    const std::string what = "Dh " + std::to_string(Dh);
+    const auto qkv = act_values<Act>(n_qkv, 120, -2.0f, 2.0f), dout = act_values<Act>(n, 121);
+    auto d_qkv = upload<Act>(be, qkv), d_dout = upload<Act>(be, dout);
+    cuda_test::DeviceArray<Act> out(be, n), dqkv(be, n_qkv);
+    cuda_test::DeviceArray<float> lse(be, n_lse);
+
+    be.attention_forward(out.get(), lse.get(), d_qkv->get(), lengths, B, T, H, Dh, scale);
+    std::vector<float> expected_out(n), expected_lse(n_lse);
+    cpu().attention_forward(expected_out.data(), expected_lse.data(), qkv.data(), lengths, B, T, H,
+                            Dh, scale);
+    const std::vector<float> got_out = download(be, out.get(), n);
+    expect_close(got_out, expected_out, kActRtol<Act>, kActAtol<Act>, "out, " + what);
+    const std::vector<float> got_lse = download(be, lse.get(), n_lse);
+    for (size_t i = 0; i < n_lse; ++i) {
+      if (std::isinf(expected_lse[i])) {
+        EXPECT_EQ(got_lse[i], expected_lse[i]) << "lse " << i << ", " << what;
+      } else {
+        EXPECT_NEAR(got_lse[i], expected_lse[i],
+                    4 * kActAtol<Act> * (1 + std::abs(expected_lse[i])))
+            << "lse " << i << ", " << what;
+      }
+    }
+
+    be.attention_backward(dqkv.get(), d_dout->get(), out.get(), lse.get(), d_qkv->get(), lengths, B,
+                          T, H, Dh, scale);
+    std::vector<float> expected_dqkv(n_qkv);
+    cpu().attention_backward(expected_dqkv.data(), dout.data(), expected_out.data(),
+                             expected_lse.data(), qkv.data(), lengths, B, T, H, Dh, scale);
+    const std::vector<float> got_dqkv = download(be, dqkv.get(), n_qkv);
+    expect_close(got_dqkv, expected_dqkv, kActRtol<Act>, 2 * kActAtol<Act>, "dqkv, " + what);
+
+    // The unfused path on the same device.
+    cuda_test::DeviceArray<Act> q(be, n), k(be, n), v(be, n), scores(be, n_scores),
+        probs(be, n_scores), context(be, n), merged(be, n);
+    const int64_t head = int64_t(T) * Dh, square = int64_t(T) * T;
+    be.qkv_split_rope_forward(q.get(), k.get(), v.get(), d_qkv->get(), B, T, H, Dh);
+    be.gemm(false, true, T, T, Dh, scale, q.get(), Dh, head, k.get(), Dh, head, 0.0f, scores.get(),
+            T, square, B * H);
+    be.masked_softmax_forward(probs.get(), scores.get(), lengths, B, H, T);
+    be.gemm(false, false, T, Dh, T, 1.0f, probs.get(), T, square, v.get(), Dh, head, 0.0f,
+            context.get(), Dh, head, B * H);
+    be.merge_heads_forward(merged.get(), context.get(), B, T, H, Dh);
+    expect_close(got_out, download(be, merged.get(), n), 2 * kActRtol<Act>, 2 * kActAtol<Act>,
+                 "out against the unfused path, " + what);
+    cuda_test::DeviceArray<Act> dcontext(be, n), dprobs(be, n_scores), dscores(be, n_scores),
+        dq(be, n), dk(be, n), dv(be, n), unfused_dqkv(be, n_qkv);
+    be.merge_heads_backward(dcontext.get(), d_dout->get(), B, T, H, Dh);
+    be.gemm(false, true, T, T, Dh, 1.0f, dcontext.get(), Dh, head, v.get(), Dh, head, 0.0f,
+            dprobs.get(), T, square, B * H);
+    be.gemm(true, false, T, Dh, T, 1.0f, probs.get(), T, square, dcontext.get(), Dh, head, 0.0f,
+            dv.get(), Dh, head, B * H);
+    be.masked_softmax_backward(dscores.get(), dprobs.get(), probs.get(), B, H, T);
+    be.gemm(false, false, T, Dh, T, scale, dscores.get(), T, square, k.get(), Dh, head, 0.0f,
+            dq.get(), Dh, head, B * H);
+    be.gemm(true, false, T, Dh, T, scale, dscores.get(), T, square, q.get(), Dh, head, 0.0f,
+            dk.get(), Dh, head, B * H);
+    be.qkv_split_rope_backward(unfused_dqkv.get(), dq.get(), dk.get(), dv.get(), B, T, H, Dh);
+    expect_close(got_dqkv, download(be, unfused_dqkv.get(), n_qkv), 2 * kActRtol<Act>,
+                 4 * kActAtol<Act>, "dqkv against the unfused path, " + what);
+  }
+}
+
 TYPED_TEST(CudaDepthwiseConv1d, MaskedForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
