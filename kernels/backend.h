@@ -12,7 +12,7 @@
 // Layout conventions (row-major, last index fastest):
 //   sequences       [B, T, C]           B utterances, T frames (padded), C channels
 //   linear weight   [N, K]              out[m, n] = sum_k in[m, k] * W[n, k] + b[n]  (PyTorch)
-//   attention heads [B, H, T, Dh]
+//   fused QKV       [B, T, 3, H, Dh]    q, k, v of each frame, H heads of Dh each
 //   lengths         int32 [B] in host memory: valid frames per utterance
 //
 // Backward conventions: gradients of inputs (d<input>) are overwritten, except
@@ -53,12 +53,7 @@ class Backend {
   // zero the rows t >= lengths[b] of x [B, T, C]
   virtual void mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) = 0;
 
-  // ---- GEMM ---------------------------------------------------------------
-  // C[b] = alpha * op(A[b]) op(B[b]) + beta * C[b] for b in [0, batch);
-  // row-major, op(X) = X or X^T, C[b] is M x N, K the inner dimension.
-  virtual void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const Act* A,
-                    int lda, int64_t stride_a, const Act* B, int ldb, int64_t stride_b, float beta,
-                    Act* C, int ldc, int64_t stride_c, int batch) = 0;
+  // ---- linear -------------------------------------------------------------
   // out[M, N] = inp[M, K] W[N, K]^T + bias[N]   (bias may be null)
   virtual void linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int M,
                               int K, int N) = 0;
@@ -102,25 +97,7 @@ class Backend {
   virtual void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed, uint64_t offset,
                                 size_t n) = 0;
 
-  // ---- attention pieces ---------------------------------------------------
-  // Split the fused projection qkv [B, T, 3, H, Dh] into q, k, v [B, H, T, Dh],
-  // applying rotary position embedding (rotate-half form, base 10000, position =
-  // frame index; kernels/rope.h) to q and k.
-  virtual void qkv_split_rope_forward(Act* q, Act* k, Act* v, const Act* qkv, int B, int T, int H,
-                                      int Dh) = 0;
-  virtual void qkv_split_rope_backward(Act* dqkv, const Act* dq, const Act* dk, const Act* dv,
-                                       int B, int T, int H, int Dh) = 0;
-  // Softmax over the last dimension of scores [B, H, T, T] with keys s >= lengths[b]
-  // masked out (probability 0); rows of padded queries are computed as well.
-  virtual void masked_softmax_forward(Act* probs, const Act* scores, const int32_t* lengths, int B,
-                                      int H, int T) = 0;
-  virtual void masked_softmax_backward(Act* dscores, const Act* dprobs, const Act* probs, int B,
-                                       int H, int T) = 0;
-  // ctx [B, H, T, Dh] -> [B, T, H, Dh] (= [B, T, C]) and back.
-  virtual void merge_heads_forward(Act* out, const Act* ctx, int B, int T, int H, int Dh) = 0;
-  virtual void merge_heads_backward(Act* dctx, const Act* dout, int B, int T, int H, int Dh) = 0;
-
-  // ---- attention (fused) --------------------------------------------------
+  // ---- attention ----------------------------------------------------------
   // Multi-head self-attention straight from the QKV projection qkv
   // [B, T, 3, H, Dh] (per frame q, k, v, each H heads of Dh), per utterance b
   // and head h, with q and k rotated by RoPE (kernels/rope.h, position = frame

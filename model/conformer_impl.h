@@ -64,8 +64,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
                              << count_parameters(config));
 
   const int wide_cols = std::max({config.ff_mult * d, 3 * d, 2 * d});
-  workspace_.reserve(arena_, max_rows, d, wide_cols,
-                     SelfAttention<Act, Acc>::score_elements(max_batch, config.n_heads, T2));
+  workspace_.reserve(arena_, max_rows, d, wide_cols);
   logits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   dlogits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   logprobs_ = arena_.template reserve<Acc>(max_rows * config.vocab_size);

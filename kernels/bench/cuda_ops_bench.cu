@@ -120,12 +120,34 @@ void BM_linear_backward_ffn1(benchmark::State& state) {
   });
 }
 
-void BM_attention_scores_gemm(benchmark::State& state) {
-  const int64_t head = int64_t(kT) * kDh, scores = int64_t(kT) * kT;
-  Half q(size_t(kB) * kH * head), k(size_t(kB) * kH * head), s(size_t(kB) * kH * scores);
-  run(state, 0, 2.0 * kB * kH * kT * kT * kDh, [&] {
-    g_backend->gemm(false, true, kT, kT, kDh, 0.125f, q.get(), kDh, head, k.get(), kDh, head, 0.0f,
-                    s.get(), kT, scores, kB * kH);
+std::vector<int32_t> full_lengths() {
+  return std::vector<int32_t>(kB, kT);
+}
+
+// Fused attention on tensor cores; flops of the score and context products
+// (4 B H T^2 Dh), backward 10 B H T^2 Dh (the scores and dP computed in both
+// of its kernels, dV, dQ, dK).
+void BM_attention_forward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half qkv(3 * n), out(n);
+  Float lse(size_t(kB) * kH * kT);
+  const std::vector<int32_t> lengths = full_lengths();
+  run(state, 0, 4.0 * kB * kH * kT * kT * kDh, [&] {
+    g_backend->attention_forward(out.get(), lse.get(), qkv.get(), lengths.data(), kB, kT, kH, kDh,
+                                 0.125f);
+  });
+}
+
+void BM_attention_backward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half qkv(3 * n), out(n), dout(n), dqkv(3 * n);
+  Float lse(size_t(kB) * kH * kT);
+  const std::vector<int32_t> lengths = full_lengths();
+  g_backend->attention_forward(out.get(), lse.get(), qkv.get(), lengths.data(), kB, kT, kH, kDh,
+                               0.125f);
+  run(state, 0, 10.0 * kB * kH * kT * kT * kDh, [&] {
+    g_backend->attention_backward(dqkv.get(), dout.get(), out.get(), lse.get(), qkv.get(),
+                                  lengths.data(), kB, kT, kH, kDh, 0.125f);
   });
 }
 
@@ -203,35 +225,6 @@ void BM_add_scaled(benchmark::State& state) {
   run(state, 3 * n * kHalf, 0, [&] { g_backend->add_scaled(y.get(), x.get(), r.get(), 0.5f, n); });
 }
 
-void BM_qkv_split_rope_forward(benchmark::State& state) {
-  const size_t n = size_t(kRows) * kD;
-  Half qkv(3 * n), q(n), k(n), v(n);
-  run(state, 6 * n * kHalf, 0, [&] {
-    g_backend->qkv_split_rope_forward(q.get(), k.get(), v.get(), qkv.get(), kB, kT, kH, kDh);
-  });
-}
-
-std::vector<int32_t> full_lengths() {
-  return std::vector<int32_t>(kB, kT);
-}
-
-void BM_masked_softmax_forward(benchmark::State& state) {
-  const size_t n = size_t(kB) * kH * kT * kT;
-  Half scores(n), probs(n);
-  const std::vector<int32_t> lengths = full_lengths();
-  run(state, 2 * n * kHalf, 0, [&] {
-    g_backend->masked_softmax_forward(probs.get(), scores.get(), lengths.data(), kB, kH, kT);
-  });
-}
-
-void BM_masked_softmax_backward(benchmark::State& state) {
-  const size_t n = size_t(kB) * kH * kT * kT;
-  Half dprobs(n), probs(n), dscores(n);
-  run(state, 3 * n * kHalf, 0, [&] {
-    g_backend->masked_softmax_backward(dscores.get(), dprobs.get(), probs.get(), kB, kH, kT);
-  });
-}
-
 void BM_depthwise_conv1d_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
   Half inp(n), w(size_t(kD) * kKernel), b(kD), out(n);
@@ -300,7 +293,8 @@ void register_benchmarks() {
   const std::vector<std::pair<const char*, void (*)(benchmark::State&)>> all = {
       {"linear_forward_ffn1", BM_linear_forward_ffn1},
       {"linear_backward_ffn1", BM_linear_backward_ffn1},
-      {"attention_scores_gemm", BM_attention_scores_gemm},
+      {"attention_forward", BM_attention_forward},
+      {"attention_backward", BM_attention_backward},
       {"conv2d_forward", BM_conv2d_forward},
       {"conv2d_backward", BM_conv2d_backward},
       {"layernorm_forward", BM_layernorm_forward},
@@ -309,9 +303,6 @@ void register_benchmarks() {
       {"glu_backward", BM_glu_backward},
       {"dropout", BM_dropout},
       {"add_scaled", BM_add_scaled},
-      {"qkv_split_rope_forward", BM_qkv_split_rope_forward},
-      {"masked_softmax_forward", BM_masked_softmax_forward},
-      {"masked_softmax_backward", BM_masked_softmax_backward},
       {"depthwise_conv1d_forward", BM_depthwise_conv1d_forward},
       {"depthwise_conv1d_backward", BM_depthwise_conv1d_backward},
       {"log_softmax", BM_log_softmax},

@@ -1,4 +1,4 @@
-// Head split with RoPE, key-masked softmax and head merge (see attention.h).
+// Multi-head self-attention on BLAS, one (utterance, head) per thread (see attention.h).
 #include "kernels/cpu/attention.h"
 
 #include <algorithm>
@@ -47,93 +47,6 @@ void rotate(T* y, const T* x, const RopeTable<T>& table, int t, int Dh, T sign) 
     rope_rotate(x[i], x[i + half], c[i], sign * s[i], &y[i], &y[i + half]);
 }
 
-}  // namespace
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_,
-                                                   int H, int Dh) {
-  const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(static) \
-    collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      const T* row = qkv + (int64_t(b) * T_ + t) * 3 * H * Dh;
-      for (int h = 0; h < H; ++h) {
-        const int64_t dst = ((int64_t(b) * H + h) * T_ + t) * Dh;
-        rotate(q + dst, row + (0 * H + h) * Dh, table, t, Dh, T(1));
-        rotate(k + dst, row + (1 * H + h) * Dh, table, t, Dh, T(1));
-        std::memcpy(v + dst, row + (2 * H + h) * Dh, sizeof(T) * Dh);
-      }
-    }
-  }
-}
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv,
-                                                    int B, int T_, int H, int Dh) {
-  const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(static) \
-    collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      T* row = dqkv + (int64_t(b) * T_ + t) * 3 * H * Dh;
-      for (int h = 0; h < H; ++h) {
-        const int64_t src = ((int64_t(b) * H + h) * T_ + t) * Dh;
-        rotate(row + (0 * H + h) * Dh, dq + src, table, t, Dh, T(-1));
-        rotate(row + (1 * H + h) * Dh, dk + src, table, t, Dh, T(-1));
-        std::memcpy(row + (2 * H + h) * Dh, dv + src, sizeof(T) * Dh);
-      }
-    }
-  }
-}
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_masked_softmax_forward(T* probs, const T* scores,
-                                                   const int32_t* lengths, int B, int H, int T_) {
-  for (int b = 0; b < B; ++b) {
-    MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
-                                                                << b << " is outside [0, " << T_
-                                                                << "]");
-  }
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * H * T_ * T_))
-  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-    for (int t = 0; t < T_; ++t) {
-      const int valid = lengths[bh / H];
-      const T* x = scores + (bh * T_ + t) * T_;
-      T* p = probs + (bh * T_ + t) * T_;
-      T max = -INFINITY;
-#pragma omp simd reduction(max : max)
-      for (int s = 0; s < valid; ++s) max = max > x[s] ? max : x[s];
-      T sum = T(0);
-#pragma omp simd reduction(+ : sum)
-      for (int s = 0; s < valid; ++s) {
-        p[s] = branchless_exp(x[s] - max);
-        sum += p[s];
-      }
-      const T inv = T(1) / sum;
-      for (int s = 0; s < valid; ++s) p[s] *= inv;
-      for (int s = valid; s < T_; ++s) p[s] = T(0);
-    }
-  }
-}
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs,
-                                                    int B, int H, int T_) {
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(B) * H * T_ * T_))
-  for (int64_t row = 0; row < int64_t(B) * H * T_; ++row) {
-    const T* p = probs + row * T_;
-    const T* dp = dprobs + row * T_;
-    T* dx = dscores + row * T_;
-    T dot = T(0);
-#pragma omp simd reduction(+ : dot)
-    for (int s = 0; s < T_; ++s) dot += p[s] * dp[s];
-    for (int s = 0; s < T_; ++s) dx[s] = p[s] * (dp[s] - dot);
-  }
-}
-
-namespace {
-
 // The head vectors of one (b, h) from qkv [B, T, 3, H, Dh]: part 0 (q), 1 (k)
 // or 2 (v) of frames [0, frames) into x [frames, Dh], rotated by RoPE for q and k.
 template <typename T>
@@ -166,7 +79,7 @@ void scatter_head(T* dqkv, const T* dx, const RopeTable<T>& table, int b, int h,
   }
 }
 
-// x [T, Dh] from (or to) the rows of head h of y [B, T, H, Dh].
+// x [T, Dh] from the rows of head h of y [B, T, H, Dh].
 template <typename T>
 void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
   for (int t = 0; t < T_; ++t) {
@@ -174,7 +87,30 @@ void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
   }
 }
 
+// The softmax of the scores x [L] in place, with their log-sum-exp.
 template <typename T>
+MPIASR_SIMD_CLONES void softmax_row(T* x, int L, T* lse) {
+  T max = -INFINITY;
+#pragma omp simd reduction(max : max)
+  for (int s = 0; s < L; ++s) max = max > x[s] ? max : x[s];
+  T sum = T(0);
+#pragma omp simd reduction(+ : sum)
+  for (int s = 0; s < L; ++s) {
+    x[s] = branchless_exp(x[s] - max);
+    sum += x[s];
+  }
+  const T inv = T(1) / sum;
+  for (int s = 0; s < L; ++s) x[s] *= inv;
+  *lse = max + std::log(sum);
+}
+
+// The probabilities exp(x - lse) of the scores x [L] in place.
+template <typename T>
+MPIASR_SIMD_CLONES void probabilities_row(T* x, int L, T lse) {
+#pragma omp simd
+  for (int s = 0; s < L; ++s) x[s] = branchless_exp(x[s] - lse);
+}
+
 void check_lengths(const int32_t* lengths, int B, int T_) {
   for (int b = 0; b < B; ++b) {
     MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
@@ -188,7 +124,7 @@ void check_lengths(const int32_t* lengths, int B, int T_) {
 template <typename T>
 void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_,
                            int H, int Dh, T scale) {
-  check_lengths<T>(lengths, B, T_);
+  check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
   for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
@@ -207,18 +143,7 @@ void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths,
     gather_head(k.data(), qkv, table, b, h, 1, L, T_, H, Dh);
     gather_head(v.data(), qkv, table, b, h, 2, L, T_, H, Dh);
     blas_gemm<T>(false, true, T_, L, Dh, scale, q.data(), Dh, k.data(), Dh, T(0), p.data(), L);
-    for (int t = 0; t < T_; ++t) {
-      T* row = p.data() + int64_t(t) * L;
-      T max = row[0];
-      for (int s = 1; s < L; ++s) max = row[s] > max ? row[s] : max;
-      T sum = T(0);
-      for (int s = 0; s < L; ++s) {
-        row[s] = std::exp(row[s] - max);
-        sum += row[s];
-      }
-      for (int s = 0; s < L; ++s) row[s] /= sum;
-      lse_row[t] = max + std::log(sum);
-    }
+    for (int t = 0; t < T_; ++t) softmax_row(p.data() + int64_t(t) * L, L, &lse_row[t]);
     blas_gemm<T>(false, false, T_, Dh, L, T(1), p.data(), L, v.data(), Dh, T(0), o.data(), Dh);
     for (int t = 0; t < T_; ++t) {
       std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.data() + int64_t(t) * Dh,
@@ -230,7 +155,7 @@ void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths,
 template <typename T>
 void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, const T* qkv,
                             const int32_t* lengths, int B, int T_, int H, int Dh, T scale) {
-  check_lengths<T>(lengths, B, T_);
+  check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
   for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
@@ -251,10 +176,7 @@ void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, 
         T dot = T(0);
         for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
         row_dot[size_t(t)] = dot;
-        for (int s = 0; s < L; ++s) {
-          T& x = p[size_t(t) * L + s];
-          x = std::exp(x - lse_row[t]);
-        }
+        probabilities_row(p.data() + size_t(t) * L, L, lse_row[t]);
       }
       // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
       blas_gemm<T>(true, false, L, Dh, T_, T(1), p.data(), L, d_out.data(), Dh, T(0), dv.data(),
@@ -276,43 +198,10 @@ void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, 
   }
 }
 
-template <typename T>
-void cpu_merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      for (int h = 0; h < H; ++h) {
-        std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh,
-                    ctx + ((int64_t(b) * H + h) * T_ + t) * Dh, sizeof(T) * Dh);
-      }
-    }
-  }
-}
-
-template <typename T>
-void cpu_merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) {
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      for (int h = 0; h < H; ++h) {
-        std::memcpy(dctx + ((int64_t(b) * H + h) * T_ + t) * Dh,
-                    dout + ((int64_t(b) * T_ + t) * H + h) * Dh, sizeof(T) * Dh);
-      }
-    }
-  }
-}
-
 #define MPIASR_INSTANTIATE(T)                                                                      \
-  template void cpu_qkv_split_rope_forward<T>(T*, T*, T*, const T*, int, int, int, int);           \
-  template void cpu_qkv_split_rope_backward<T>(T*, const T*, const T*, const T*, int, int, int,    \
-                                               int);                                               \
-  template void cpu_masked_softmax_forward<T>(T*, const T*, const int32_t*, int, int, int);        \
-  template void cpu_masked_softmax_backward<T>(T*, const T*, const T*, int, int, int);             \
   template void cpu_attention_forward<T>(T*, T*, const T*, const int32_t*, int, int, int, int, T); \
   template void cpu_attention_backward<T>(T*, const T*, const T*, const T*, const T*,              \
-                                          const int32_t*, int, int, int, int, T);                  \
-  template void cpu_merge_heads_forward<T>(T*, const T*, int, int, int, int);                      \
-  template void cpu_merge_heads_backward<T>(T*, const T*, int, int, int, int);
+                                          const int32_t*, int, int, int, int, T);
 MPIASR_INSTANTIATE(float)
 MPIASR_INSTANTIATE(double)
 #undef MPIASR_INSTANTIATE

@@ -122,16 +122,7 @@ void CpuBackend<T>::mask_padding(T* x, const int32_t* lengths, int B, int T_, in
   cpu_mask_padding(x, lengths, B, T_, C);
 }
 
-// ---- GEMM -------------------------------------------------------------------
-
-template <typename T>
-void CpuBackend<T>::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A,
-                         int lda, int64_t stride_a, const T* B, int ldb, int64_t stride_b,
-                         float beta, T* C, int ldc, int64_t stride_c, int batch) {
-  use_threads();
-  cpu_gemm<T>(trans_a, trans_b, M, N, K, T(alpha), A, lda, stride_a, B, ldb, stride_b, T(beta), C,
-              ldc, stride_c, batch);
-}
+// ---- linear -----------------------------------------------------------------
 
 template <typename T>
 void CpuBackend<T>::linear_forward(T* out, const T* inp, const T* weight, const T* bias, int M,
@@ -234,47 +225,7 @@ void CpuBackend<T>::dropout_backward(T* dinp, const T* dout, float p, uint64_t s
   cpu_dropout_backward(dinp, dout, p, seed, offset, n);
 }
 
-// ---- attention pieces -------------------------------------------------------
-
-template <typename T>
-void CpuBackend<T>::qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, int H,
-                                           int Dh) {
-  use_threads();
-  cpu_qkv_split_rope_forward(q, k, v, qkv, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv, int B,
-                                            int T_, int H, int Dh) {
-  use_threads();
-  cpu_qkv_split_rope_backward(dqkv, dq, dk, dv, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B,
-                                           int H, int T_) {
-  use_threads();
-  cpu_masked_softmax_forward(probs, scores, lengths, B, H, T_);
-}
-
-template <typename T>
-void CpuBackend<T>::masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B,
-                                            int H, int T_) {
-  use_threads();
-  cpu_masked_softmax_backward(dscores, dprobs, probs, B, H, T_);
-}
-
-template <typename T>
-void CpuBackend<T>::merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
-  use_threads();
-  cpu_merge_heads_forward(out, ctx, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) {
-  use_threads();
-  cpu_merge_heads_backward(dctx, dout, B, T_, H, Dh);
-}
+// ---- attention --------------------------------------------------------------
 
 template <typename T>
 void CpuBackend<T>::attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B,

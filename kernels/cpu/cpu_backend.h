@@ -40,9 +40,6 @@ class CpuBackend : public Backend<T, T> {
   void accumulate_scaled(T* dy, const T* dx, float alpha, size_t n) override;
   void mask_padding(T* x, const int32_t* lengths, int B, int T_, int C) override;
 
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A, int lda,
-            int64_t stride_a, const T* B, int ldb, int64_t stride_b, float beta, T* C, int ldc,
-            int64_t stride_c, int batch) override;
   void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int M, int K,
                       int N) override;
   void linear_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
@@ -69,17 +66,6 @@ class CpuBackend : public Backend<T, T> {
                        size_t n) override;
   void dropout_backward(T* dinp, const T* dout, float p, uint64_t seed, uint64_t offset,
                         size_t n) override;
-
-  void qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, int H,
-                              int Dh) override;
-  void qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv, int B, int T_, int H,
-                               int Dh) override;
-  void masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B, int H,
-                              int T_) override;
-  void masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B, int H,
-                               int T_) override;
-  void merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) override;
-  void merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) override;
 
   void attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_, int H,
                          int Dh, float scale) override;

@@ -219,16 +219,7 @@ void CudaBackend<Act>::mask_padding(Act* x, const int32_t* lengths, int B, int T
   cuda_mask_padding(x, device_lengths(lengths, B, T), B, T, C, stream_.get());
 }
 
-// ---- GEMM -------------------------------------------------------------------
-
-template <typename Act>
-void CudaBackend<Act>::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                            const Act* A, int lda, int64_t stride_a, const Act* B, int ldb,
-                            int64_t stride_b, float beta, Act* C, int ldc, int64_t stride_c,
-                            int batch) {
-  cuda_gemm(cublas_.get(), trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
-            cuda_data_type<Act>(), beta, C, cuda_data_type<Act>(), ldc, stride_c, batch);
-}
+// ---- linear -----------------------------------------------------------------
 
 template <typename Act>
 void CudaBackend<Act>::linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
@@ -337,46 +328,7 @@ void CudaBackend<Act>::dropout_backward(Act* dinp, const Act* dout, float p, uin
   cuda_dropout(dinp, dout, p, seed, offset, n, stream_.get());
 }
 
-// ---- attention pieces -------------------------------------------------------
-
-template <typename Act>
-void CudaBackend<Act>::qkv_split_rope_forward(Act* q, Act* k, Act* v, const Act* qkv, int B, int T,
-                                              int H, int Dh) {
-  const float *cos_table = nullptr, *sin_table = nullptr;
-  rope_tables(T, Dh, &cos_table, &sin_table);
-  cuda_qkv_split_rope_forward(q, k, v, qkv, cos_table, sin_table, B, T, H, Dh, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::qkv_split_rope_backward(Act* dqkv, const Act* dq, const Act* dk,
-                                               const Act* dv, int B, int T, int H, int Dh) {
-  const float *cos_table = nullptr, *sin_table = nullptr;
-  rope_tables(T, Dh, &cos_table, &sin_table);
-  cuda_qkv_split_rope_backward(dqkv, dq, dk, dv, cos_table, sin_table, B, T, H, Dh, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::masked_softmax_forward(Act* probs, const Act* scores, const int32_t* lengths,
-                                              int B, int H, int T) {
-  cuda_masked_softmax_forward(probs, scores, device_lengths(lengths, B, T), B, H, T, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::masked_softmax_backward(Act* dscores, const Act* dprobs, const Act* probs,
-                                               int B, int H, int T) {
-  cuda_masked_softmax_backward(dscores, dprobs, probs, B, H, T, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::merge_heads_forward(Act* out, const Act* ctx, int B, int T, int H, int Dh) {
-  cuda_merge_heads_forward(out, ctx, B, T, H, Dh, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::merge_heads_backward(Act* dctx, const Act* dout, int B, int T, int H,
-                                            int Dh) {
-  cuda_merge_heads_backward(dctx, dout, B, T, H, Dh, stream_.get());
-}
+// ---- attention --------------------------------------------------------------
 
 template <typename Act>
 void CudaBackend<Act>::attention_forward(Act* out, float* lse, const Act* qkv,

@@ -78,9 +78,6 @@ class CudaBackend : public Backend<Act, float> {
   void accumulate_scaled(Act* dy, const Act* dx, float alpha, size_t n) override;
   void mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) override;
 
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const Act* A, int lda,
-            int64_t stride_a, const Act* B, int ldb, int64_t stride_b, float beta, Act* C, int ldc,
-            int64_t stride_c, int batch) override;
   void linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int M, int K,
                       int N) override;
   void linear_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
@@ -108,17 +105,6 @@ class CudaBackend : public Backend<Act, float> {
                        size_t n) override;
   void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed, uint64_t offset,
                         size_t n) override;
-
-  void qkv_split_rope_forward(Act* q, Act* k, Act* v, const Act* qkv, int B, int T, int H,
-                              int Dh) override;
-  void qkv_split_rope_backward(Act* dqkv, const Act* dq, const Act* dk, const Act* dv, int B, int T,
-                               int H, int Dh) override;
-  void masked_softmax_forward(Act* probs, const Act* scores, const int32_t* lengths, int B, int H,
-                              int T) override;
-  void masked_softmax_backward(Act* dscores, const Act* dprobs, const Act* probs, int B, int H,
-                               int T) override;
-  void merge_heads_forward(Act* out, const Act* ctx, int B, int T, int H, int Dh) override;
-  void merge_heads_backward(Act* dctx, const Act* dout, int B, int T, int H, int Dh) override;
 
   void attention_forward(Act* out, float* lse, const Act* qkv, const int32_t* lengths, int B, int T,
                          int H, int Dh, float scale) override;

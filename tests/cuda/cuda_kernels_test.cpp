@@ -40,7 +40,6 @@ constexpr double kFloatRtol = 1e-4, kFloatAtol = 1e-5;
 
 MPIASR_CUDA_TYPED_SUITE(CudaCasts);
 MPIASR_CUDA_TYPED_SUITE(CudaElementwise);
-MPIASR_CUDA_TYPED_SUITE(CudaGemm);
 MPIASR_CUDA_TYPED_SUITE(CudaLinear);
 MPIASR_CUDA_TYPED_SUITE(CudaConv2d);
 MPIASR_CUDA_TYPED_SUITE(CudaLayerNorm);
@@ -123,31 +122,6 @@ TYPED_TEST(CudaElementwise, AddScaledAccumulateScaledAndMaskPadding) {
     EXPECT_EQ(download(be, dr->get(), n), masked) << what;
     const int32_t too_long[B] = {8, 1, 1};
     EXPECT_THROW(be.mask_padding(dr->get(), too_long, B, T, C), Error);
-  }
-}
-
-// C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for every transpose combination.
-TYPED_TEST(CudaGemm, BatchedStridedMatchesCpu) {
-  MPIASR_SKIP_WITHOUT_CUDA();
-  using Act = TypeParam;
-  CudaBackend<Act>& be = backend<Act>();
-  const int M = 37, N = 29, K = 45, batch = 3;
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      const int lda = ta ? M : K, ldb = tb ? K : N, ldc = N;
-      const int64_t sa = int64_t(M) * K + 5, sb = int64_t(K) * N + 3, sc = int64_t(M) * N + 7;
-      const auto a = act_values<Act>(size_t(sa) * batch, 10),
-                 b = act_values<Act>(size_t(sb) * batch, 11);
-      const auto c = act_values<Act>(size_t(sc) * batch, 12);
-      auto da = upload<Act>(be, a), db = upload<Act>(be, b), dc = upload<Act>(be, c);
-      be.gemm(ta, tb, M, N, K, 0.7f, da->get(), lda, sa, db->get(), ldb, sb, 0.5f, dc->get(), ldc,
-              sc, batch);
-      std::vector<float> expected = c;
-      cpu().gemm(ta, tb, M, N, K, 0.7f, a.data(), lda, sa, b.data(), ldb, sb, 0.5f, expected.data(),
-                 ldc, sc, batch);
-      expect_close(download(be, dc->get(), c.size()), expected, kActRtol<Act>, kActAtol<Act>,
-                   std::string("gemm ta=") + (ta ? "1" : "0") + " tb=" + (tb ? "1" : "0"));
-    }
   }
 }
 
@@ -352,66 +326,10 @@ TYPED_TEST(CudaDropout, MaskIdenticalToCpu) {
   EXPECT_EQ(download(be, out.get(), n), std::vector<float>(n, 0.0f));
 }
 
-TYPED_TEST(CudaAttention, QkvSplitRopeMergeHeadsAndMaskedSoftmax) {
-  MPIASR_SKIP_WITHOUT_CUDA();
-  using Act = TypeParam;
-  CudaBackend<Act>& be = backend<Act>();
-  const int B = 3, T = 50, H = 2, Dh = 8;
-  const size_t n_qkv = size_t(B) * T * 3 * H * Dh, n_head = size_t(B) * H * T * Dh;
-  const auto qkv = act_values<Act>(n_qkv, 70);
-  auto d_qkv = upload<Act>(be, qkv);
-  cuda_test::DeviceArray<Act> q(be, n_head), k(be, n_head), v(be, n_head);
-  be.qkv_split_rope_forward(q.get(), k.get(), v.get(), d_qkv->get(), B, T, H, Dh);
-  std::vector<float> eq(n_head), ek(n_head), ev(n_head);
-  cpu().qkv_split_rope_forward(eq.data(), ek.data(), ev.data(), qkv.data(), B, T, H, Dh);
-  expect_close(download(be, q.get(), n_head), eq, kActRtol<Act>, kActAtol<Act>, "q");
-  expect_close(download(be, k.get(), n_head), ek, kActRtol<Act>, kActAtol<Act>, "k");
-  EXPECT_EQ(download(be, v.get(), n_head), ev);
-
-  // Backward with dq, dk, dv taken from the rounded q, k, v of the CPU.
-  const auto dq = rounded<Act>(eq), dk = rounded<Act>(ek), dv = rounded<Act>(ev);
-  auto d_dq = upload<Act>(be, dq), d_dk = upload<Act>(be, dk), d_dv = upload<Act>(be, dv);
-  be.qkv_split_rope_backward(d_qkv->get(), d_dq->get(), d_dk->get(), d_dv->get(), B, T, H, Dh);
-  std::vector<float> expected_dqkv(n_qkv);
-  cpu().qkv_split_rope_backward(expected_dqkv.data(), dq.data(), dk.data(), dv.data(), B, T, H, Dh);
-  expect_close(download(be, d_qkv->get(), n_qkv), expected_dqkv, kActRtol<Act>, kActAtol<Act>,
-               "dqkv");
-
-  cuda_test::DeviceArray<Act> merged(be, n_head), unmerged(be, n_head);
-  be.merge_heads_forward(merged.get(), q.get(), B, T, H, Dh);
-  be.merge_heads_backward(unmerged.get(), merged.get(), B, T, H, Dh);
-  const std::vector<float> q_values = download(be, q.get(), n_head);
-  std::vector<float> expected_merged(n_head);
-  cpu().merge_heads_forward(expected_merged.data(), q_values.data(), B, T, H, Dh);
-  EXPECT_EQ(download(be, merged.get(), n_head), expected_merged);
-  EXPECT_EQ(download(be, unmerged.get(), n_head), q_values);
-
-  const size_t n_scores = size_t(B) * H * T * T;
-  const int32_t lengths[B] = {T, 3, 0};
-  const auto scores = act_values<Act>(n_scores, 71, -8.0f, 8.0f),
-             dprobs = act_values<Act>(n_scores, 72);
-  auto d_scores = upload<Act>(be, scores), d_dprobs = upload<Act>(be, dprobs);
-  cuda_test::DeviceArray<Act> probs(be, n_scores), dscores(be, n_scores);
-  be.masked_softmax_forward(probs.get(), d_scores->get(), lengths, B, H, T);
-  std::vector<float> expected_probs(n_scores);
-  cpu().masked_softmax_forward(expected_probs.data(), scores.data(), lengths, B, H, T);
-  const std::vector<float> got_probs = download(be, probs.get(), n_scores);
-  expect_close(got_probs, expected_probs, kActRtol<Act>, 1e-4, "probs");
-  // Backward from the GPU's own probabilities, on both backends.
-  const std::vector<float> probs_used = got_probs;
-  be.masked_softmax_backward(dscores.get(), d_dprobs->get(), probs.get(), B, H, T);
-  std::vector<float> expected_dscores(n_scores);
-  cpu().masked_softmax_backward(expected_dscores.data(), dprobs.data(), probs_used.data(), B, H, T);
-  expect_close(download(be, dscores.get(), n_scores), expected_dscores, kActRtol<Act>, 1e-4,
-               "dscores");
-}
-
-// Fused attention against the CPU backend's and against the unfused CUDA path
-// it replaces (split with RoPE, score GEMM, masked softmax, context GEMM,
-// merge), for the head sizes of the presets (16 tiny, 36 small, 64 medium and
-// large) and the largest (128), T a multiple of no tile, and lengths T,
-// partial, 1 and 0.
-TYPED_TEST(CudaAttention, FusedMatchesCpuAndUnfusedPath) {
+// Fused attention against the CPU backend's for the head sizes of the presets
+// (16 tiny, 36 small, 64 medium and large) and the largest (128), T a
+// multiple of no tile, and lengths T, partial, 1 and 0.
+TYPED_TEST(CudaAttention, ForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
@@ -419,7 +337,7 @@ TYPED_TEST(CudaAttention, FusedMatchesCpuAndUnfusedPath) {
     const int B = 4, T = 50, H = 2;
     const int32_t lengths[B] = {T, 37, 1, 0};
     const size_t n_qkv = size_t(B) * T * 3 * H * Dh, n = size_t(B) * T * H * Dh;
-    const size_t n_lse = size_t(B) * H * T, n_scores = size_t(B) * H * T * T;
+    const size_t n_lse = size_t(B) * H * T;
     const float scale = float(1.0 / std::sqrt(double(Dh)));
     const std::string what = "Dh " + std::to_string(Dh);
     const auto qkv = act_values<Act>(n_qkv, 120, -2.0f, 2.0f), dout = act_values<Act>(n, 121);
@@ -451,35 +369,6 @@ TYPED_TEST(CudaAttention, FusedMatchesCpuAndUnfusedPath) {
                              expected_lse.data(), qkv.data(), lengths, B, T, H, Dh, scale);
     const std::vector<float> got_dqkv = download(be, dqkv.get(), n_qkv);
     expect_close(got_dqkv, expected_dqkv, kActRtol<Act>, 2 * kActAtol<Act>, "dqkv, " + what);
-
-    // The unfused path on the same device.
-    cuda_test::DeviceArray<Act> q(be, n), k(be, n), v(be, n), scores(be, n_scores),
-        probs(be, n_scores), context(be, n), merged(be, n);
-    const int64_t head = int64_t(T) * Dh, square = int64_t(T) * T;
-    be.qkv_split_rope_forward(q.get(), k.get(), v.get(), d_qkv->get(), B, T, H, Dh);
-    be.gemm(false, true, T, T, Dh, scale, q.get(), Dh, head, k.get(), Dh, head, 0.0f, scores.get(),
-            T, square, B * H);
-    be.masked_softmax_forward(probs.get(), scores.get(), lengths, B, H, T);
-    be.gemm(false, false, T, Dh, T, 1.0f, probs.get(), T, square, v.get(), Dh, head, 0.0f,
-            context.get(), Dh, head, B * H);
-    be.merge_heads_forward(merged.get(), context.get(), B, T, H, Dh);
-    expect_close(got_out, download(be, merged.get(), n), 2 * kActRtol<Act>, 2 * kActAtol<Act>,
-                 "out against the unfused path, " + what);
-    cuda_test::DeviceArray<Act> dcontext(be, n), dprobs(be, n_scores), dscores(be, n_scores),
-        dq(be, n), dk(be, n), dv(be, n), unfused_dqkv(be, n_qkv);
-    be.merge_heads_backward(dcontext.get(), d_dout->get(), B, T, H, Dh);
-    be.gemm(false, true, T, T, Dh, 1.0f, dcontext.get(), Dh, head, v.get(), Dh, head, 0.0f,
-            dprobs.get(), T, square, B * H);
-    be.gemm(true, false, T, Dh, T, 1.0f, probs.get(), T, square, dcontext.get(), Dh, head, 0.0f,
-            dv.get(), Dh, head, B * H);
-    be.masked_softmax_backward(dscores.get(), dprobs.get(), probs.get(), B, H, T);
-    be.gemm(false, false, T, Dh, T, scale, dscores.get(), T, square, k.get(), Dh, head, 0.0f,
-            dq.get(), Dh, head, B * H);
-    be.gemm(true, false, T, Dh, T, scale, dscores.get(), T, square, q.get(), Dh, head, 0.0f,
-            dk.get(), Dh, head, B * H);
-    be.qkv_split_rope_backward(unfused_dqkv.get(), dq.get(), dk.get(), dv.get(), B, T, H, Dh);
-    expect_close(got_dqkv, download(be, unfused_dqkv.get(), n_qkv), 2 * kActRtol<Act>,
-                 4 * kActAtol<Act>, "dqkv against the unfused path, " + what);
   }
 }
 

@@ -1,9 +1,8 @@
-// Attention pieces: the head split with rotary embedding against the rotation
-// written here from its definition (angles pos * 10000^(-2i/Dh), pairs (i, i + Dh/2)),
-// its norm preservation and relative-position property; the key-masked softmax
-// (padded keys get exactly zero weight, padded scores change nothing); the head
-// merge as a permutation; every backward against central differences; float
-// against double.
+// Fused attention (kernels/cpu/attention.h): the forward against its
+// definition written out here (RoPE from its angles pos * 10000^(-2i/Dh) on
+// the pairs (i, i + Dh/2), softmax over the valid keys, weighted sum), padded
+// keys inert with zero gradient, the backward against central differences,
+// float against double, and the argument checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,203 +45,7 @@ void reference_split_rope(std::vector<double>& q, std::vector<double>& k, std::v
       }
 }
 
-TEST(QkvSplitRope, ForwardMatchesTheRotationByDefinition) {
-  const int B = 3, T = 50, H = 4, Dh = 36;  // above the parallel threshold
-  std::mt19937_64 rng(61);
-  const auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const size_t n = size_t(B) * H * T * Dh;
-  std::vector<double> eq(n), ek(n), ev(n);
-  reference_split_rope(eq, ek, ev, qkv, B, T, H, Dh);
-  for (int threads : {1, 2}) {
-    CpuBackend<double> backend(threads);
-    std::vector<double> q(n), k(n), v(n);
-    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-    EXPECT_LT(relative_error(q, eq), 1e-14);
-    EXPECT_LT(relative_error(k, ek), 1e-14);
-    EXPECT_EQ(v, ev);
-  }
-}
-
-TEST(QkvSplitRope, PreservesNormsAndDotProductsDependOnlyOnOffset) {
-  const int B = 1, T = 40, H = 2, Dh = 16;
-  std::mt19937_64 rng(62);
-  // The same raw q and k vectors at every frame.
-  const auto raw = random_vector(size_t(3) * H * Dh, rng);
-  std::vector<double> qkv;
-  for (int t = 0; t < T; ++t) qkv.insert(qkv.end(), raw.begin(), raw.end());
-  const size_t n = size_t(B) * H * T * Dh;
-  std::vector<double> q(n), k(n), v(n);
-  CpuBackend<double> backend(1);
-  backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-  auto head = [&](const std::vector<double>& x, int h, int t) { return &x[(h * T + t) * Dh]; };
-  auto dot = [&](const double* a, const double* b) {
-    double s = 0;
-    for (int i = 0; i < Dh; ++i) s += a[i] * b[i];
-    return s;
-  };
-  for (int h = 0; h < H; ++h) {
-    const double* raw_q = &raw[h * Dh];
-    for (int t = 0; t < T; ++t) {
-      EXPECT_NEAR(dot(head(q, h, t), head(q, h, t)), dot(raw_q, raw_q), 1e-12);
-    }
-    for (int m = 0; m + 7 < T; m += 5) {
-      // q_m . k_n depends only on m - n: compare with the pair shifted by 7.
-      for (int n_pos : {0, 3, m}) {
-        if (n_pos + 7 >= T) continue;
-        EXPECT_NEAR(dot(head(q, h, m), head(k, h, n_pos)),
-                    dot(head(q, h, m + 7), head(k, h, n_pos + 7)), 1e-12)
-            << "m=" << m << " n=" << n_pos;
-      }
-    }
-    // At position 0 nothing is rotated.
-    for (int i = 0; i < Dh; ++i) EXPECT_EQ(head(q, h, 0)[i], raw_q[i]);
-  }
-}
-
-TEST(QkvSplitRope, BackwardMatchesFiniteDifferences) {
-  const int B = 2, T = 5, H = 2, Dh = 4;
-  std::mt19937_64 rng(63);
-  auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const size_t n = size_t(B) * H * T * Dh;
-  const auto gq = random_vector(n, rng), gk = random_vector(n, rng), gv = random_vector(n, rng);
-  CpuBackend<double> backend(1);
-  std::vector<double> q(n), k(n), v(n);
-  auto loss = [&] {
-    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-    return testing::dot(gq, q) + testing::dot(gk, k) + testing::dot(gv, v);
-  };
-  std::vector<double> dqkv(qkv.size(), 99.0);
-  backend.qkv_split_rope_backward(dqkv.data(), gq.data(), gk.data(), gv.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(dqkv, testing::numeric_gradient(qkv, loss)), kGradTolerance);
-}
-
-TEST(QkvSplitRope, RejectsOddHeadSize) {
-  CpuBackend<double> backend(1);
-  std::vector<double> qkv(3 * 3), q(3), k(3), v(3);
-  EXPECT_THROW(backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), 1, 1, 1, 3),
-               Error);
-}
-
-TEST(MaskedSoftmax, PaddedKeysGetExactlyZeroAndChangeNothing) {
-  const int B = 3, H = 2, T = 80;  // above the parallel threshold
-  const std::vector<int32_t> lengths = {80, 17, 1};
-  std::mt19937_64 rng(64);
-  auto scores = random_vector(size_t(B) * H * T * T, rng, -5.0, 5.0);
-  for (int threads : {1, 2}) {
-    CpuBackend<double> backend(threads);
-    std::vector<double> probs(scores.size(), 99.0);
-    backend.masked_softmax_forward(probs.data(), scores.data(), lengths.data(), B, H, T);
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int t = 0; t < T; ++t) {
-          const size_t row = ((size_t(b) * H + h) * T + t) * T;
-          double max = -1e300, sum = 0;
-          for (int s = 0; s < lengths[b]; ++s) max = std::max(max, scores[row + s]);
-          for (int s = 0; s < lengths[b]; ++s) sum += std::exp(scores[row + s] - max);
-          for (int s = 0; s < T; ++s) {
-            if (s >= lengths[b]) {
-              EXPECT_EQ(probs[row + s], 0.0);
-            } else {
-              EXPECT_NEAR(probs[row + s], std::exp(scores[row + s] - max) / sum, 1e-15);
-            }
-          }
-        }
-    // Changing the scores of padded keys changes nothing, bit for bit.
-    auto changed = scores;
-    for (int b = 0; b < B; ++b)
-      for (size_t r = 0; r < size_t(H) * T; ++r)
-        for (int s = lengths[b]; s < T; ++s) changed[(size_t(b) * H * T + r) * T + s] = 1e6;
-    std::vector<double> probs2(scores.size());
-    backend.masked_softmax_forward(probs2.data(), changed.data(), lengths.data(), B, H, T);
-    EXPECT_EQ(probs2, probs);
-  }
-}
-
-TEST(MaskedSoftmax, BackwardMatchesFiniteDifferences) {
-  const int B = 2, H = 2, T = 5;
-  const std::vector<int32_t> lengths = {5, 3};
-  std::mt19937_64 rng(65);
-  auto scores = random_vector(size_t(B) * H * T * T, rng, -2.0, 2.0);
-  const auto g = random_vector(scores.size(), rng);
-  CpuBackend<double> backend(1);
-  std::vector<double> probs(scores.size());
-  auto loss = [&] {
-    backend.masked_softmax_forward(probs.data(), scores.data(), lengths.data(), B, H, T);
-    return testing::dot(g, probs);
-  };
-  loss();
-  std::vector<double> dscores(scores.size(), 99.0);
-  backend.masked_softmax_backward(dscores.data(), g.data(), probs.data(), B, H, T);
-  EXPECT_LT(relative_error(dscores, testing::numeric_gradient(scores, loss)), kGradTolerance);
-}
-
-TEST(MaskedSoftmax, RejectsLengthBeyondFrames) {
-  CpuBackend<double> backend(1);
-  std::vector<double> x(4), p(4);
-  const int32_t lengths[] = {3};
-  EXPECT_THROW(backend.masked_softmax_forward(p.data(), x.data(), lengths, 1, 1, 2), Error);
-}
-
-TEST(MergeHeads, IsTheHeadPermutationAndBackwardInvertsIt) {
-  const int B = 2, T = 30, H = 4, Dh = 80;  // above the parallel threshold
-  std::mt19937_64 rng(66);
-  const auto ctx = random_vector(size_t(B) * H * T * Dh, rng);
-  CpuBackend<double> backend(2);
-  std::vector<double> out(ctx.size()), back(ctx.size());
-  backend.merge_heads_forward(out.data(), ctx.data(), B, T, H, Dh);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < H; ++h)
-        for (int d = 0; d < Dh; ++d)
-          ASSERT_EQ(out[((size_t(b) * T + t) * H + h) * Dh + d],
-                    ctx[((size_t(b) * H + h) * T + t) * Dh + d]);
-  // A permutation's gradient is its inverse permutation.
-  backend.merge_heads_backward(back.data(), out.data(), B, T, H, Dh);
-  EXPECT_EQ(back, ctx);
-}
-
-TEST(MergeHeads, BackwardMatchesFiniteDifferences) {
-  const int B = 2, T = 3, H = 2, Dh = 4;
-  std::mt19937_64 rng(68);
-  auto ctx = random_vector(size_t(B) * H * T * Dh, rng);
-  const auto g = random_vector(ctx.size(), rng);
-  CpuBackend<double> backend(1);
-  std::vector<double> out(ctx.size()), dctx(ctx.size(), 99.0);
-  auto loss = [&] {
-    backend.merge_heads_forward(out.data(), ctx.data(), B, T, H, Dh);
-    return testing::dot(g, out);
-  };
-  backend.merge_heads_backward(dctx.data(), g.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(dctx, testing::numeric_gradient(ctx, loss)), kGradTolerance);
-}
-
-TEST(Attention, FloatMatchesDouble) {
-  const int B = 2, H = 4, T = 50, Dh = 36;
-  const std::vector<int32_t> lengths = {50, 31};
-  std::mt19937_64 rng(67);
-  const auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const auto scores = random_vector(size_t(B) * H * T * T, rng, -4.0, 4.0);
-  const auto g = random_vector(scores.size(), rng);
-  const size_t n = size_t(B) * H * T * Dh;
-  CpuBackend<double> d(2);
-  CpuBackend<float> f(2);
-  std::vector<double> q_d(n), k_d(n), v_d(n), p_d(scores.size()), ds_d(scores.size());
-  std::vector<float> q_f(n), k_f(n), v_f(n), p_f(scores.size()), ds_f(scores.size());
-  const auto qkv_f = testing::to_float(qkv), scores_f = testing::to_float(scores),
-             g_f = testing::to_float(g);
-  d.qkv_split_rope_forward(q_d.data(), k_d.data(), v_d.data(), qkv.data(), B, T, H, Dh);
-  f.qkv_split_rope_forward(q_f.data(), k_f.data(), v_f.data(), qkv_f.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(testing::to_double(q_f), q_d), testing::kFloatTolerance);
-  EXPECT_LT(relative_error(testing::to_double(k_f), k_d), testing::kFloatTolerance);
-  d.masked_softmax_forward(p_d.data(), scores.data(), lengths.data(), B, H, T);
-  f.masked_softmax_forward(p_f.data(), scores_f.data(), lengths.data(), B, H, T);
-  EXPECT_LT(relative_error(testing::to_double(p_f), p_d), testing::kFloatTolerance);
-  d.masked_softmax_backward(ds_d.data(), g.data(), p_d.data(), B, H, T);
-  f.masked_softmax_backward(ds_f.data(), g_f.data(), p_f.data(), B, H, T);
-  EXPECT_LT(relative_error(testing::to_double(ds_f), ds_d), testing::kFloatTolerance);
-}
-
-// out [B, T, H, Dh] and lse [B, H, T] of the fused attention from its
+// out [B, T, H, Dh] and lse [B, H, T] of the attention from its
 // definition: q, k, v by reference_split_rope, then per (b, h, t) the softmax
 // over the keys s < L of scale q_t . k_s and the weighted sum of v_s.
 void reference_attention(std::vector<double>& out, std::vector<double>& lse,
@@ -284,7 +87,7 @@ void reference_attention(std::vector<double>& out, std::vector<double>& lse,
 }
 
 // Utterances of full, partial, single-frame and zero length; one and two threads.
-TEST(FusedAttention, ForwardMatchesTheDefinition) {
+TEST(Attention, ForwardMatchesTheDefinition) {
   const int B = 4, T = 50, H = 3, Dh = 36;  // above the parallel threshold
   const std::vector<int32_t> lengths = {50, 23, 1, 0};
   const double scale = double(float(1.0 / std::sqrt(double(Dh))));  // the backend takes a float
@@ -309,7 +112,7 @@ TEST(FusedAttention, ForwardMatchesTheDefinition) {
 }
 
 // The keys and values of padded frames change nothing, and get zero gradient.
-TEST(FusedAttention, PaddedKeysChangeNothingAndGetZeroGradient) {
+TEST(Attention, PaddedKeysChangeNothingAndGetZeroGradient) {
   const int B = 2, T = 9, H = 2, Dh = 6;
   const std::vector<int32_t> lengths = {9, 4};
   std::mt19937_64 rng(71);
@@ -338,7 +141,7 @@ TEST(FusedAttention, PaddedKeysChangeNothingAndGetZeroGradient) {
   EXPECT_EQ(out, before);
 }
 
-TEST(FusedAttention, BackwardMatchesFiniteDifferences) {
+TEST(Attention, BackwardMatchesFiniteDifferences) {
   const int B = 3, T = 7, H = 2, Dh = 4;
   const std::vector<int32_t> lengths = {7, 4, 0};
   std::mt19937_64 rng(72);
@@ -357,7 +160,7 @@ TEST(FusedAttention, BackwardMatchesFiniteDifferences) {
   EXPECT_LT(relative_error(dqkv, testing::numeric_gradient(qkv, loss)), kGradTolerance);
 }
 
-TEST(FusedAttention, FloatMatchesDouble) {
+TEST(Attention, FloatMatchesDouble) {
   const int B = 2, H = 4, T = 50, Dh = 36;
   const std::vector<int32_t> lengths = {50, 31};
   std::mt19937_64 rng(73);
@@ -380,7 +183,7 @@ TEST(FusedAttention, FloatMatchesDouble) {
   EXPECT_LT(relative_error(testing::to_double(dqkv_f), dqkv_d), testing::kFloatTolerance);
 }
 
-TEST(FusedAttention, RejectsOddHeadSizeAndLengthsBeyondFrames) {
+TEST(Attention, RejectsOddHeadSizeAndLengthsBeyondFrames) {
   CpuBackend<double> backend(1);
   std::vector<double> qkv(size_t(2) * 3 * 1 * 3), out(6), lse(2), dqkv(qkv.size());
   const int32_t fine = 2, too_long = 3;

@@ -31,8 +31,7 @@ class LayerGradientTest : public ::testing::Test {
   static constexpr float kEps = 1e-5f;
 
   void allocate() {
-    workspace_.reserve(arena_, size_t(kBatch) * kFrames, kModel, 3 * kHidden,
-                       SelfAttention<double, double>::score_elements(kBatch, kHeads, kFrames));
+    workspace_.reserve(arena_, size_t(kBatch) * kFrames, kModel, 3 * kHidden);
     params_.allocate(17);
     arena_.allocate();
   }
