@@ -46,10 +46,6 @@ class Backend {
   virtual void cast_acc_to_act(Act* dst, const Acc* src, size_t n) = 0;
   virtual void cast_act_to_acc(Acc* dst, const Act* src, size_t n) = 0;
   virtual void cast_f32_to_act(Act* dst, const float* src, size_t n) = 0;  // input features
-  // y = x + alpha * r   (residual connections; y may alias x)
-  virtual void add_scaled(Act* y, const Act* x, const Act* r, float alpha, size_t n) = 0;
-  // dy += alpha * dx    (gradient flowing into a residual branch's input)
-  virtual void accumulate_scaled(Act* dy, const Act* dx, float alpha, size_t n) = 0;
   // zero the rows t >= lengths[b] of x [B, T, C]
   virtual void mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) = 0;
 
@@ -66,8 +62,9 @@ class Backend {
   // -> out [B, Ho, Wo, Cout], Ho = (H - 3) / 2 + 1, Wo = (W - 3) / 2 + 1, so
   // the output is already [B, T', F' * Cout] for the linear that follows.
   // weight [Cout, Cin, 3, 3] (PyTorch's layout), bias [Cout]. H is time, W frequency.
+  // With relu the output is max(conv + bias, 0).
   virtual void conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int B,
-                              int Cin, int H, int W, int Cout) = 0;
+                              int Cin, int H, int W, int Cout, bool relu) = 0;
   virtual void conv2d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout, const Act* inp,
                                const Act* weight, int B, int Cin, int H, int W, int Cout) = 0;
 
@@ -75,27 +72,53 @@ class Backend {
   // LayerNorm over the last dimension C of x [N, C]; mean and rstd [N] saved.
   virtual void layernorm_forward(Act* out, Acc* mean, Acc* rstd, const Act* inp, const Act* weight,
                                  const Act* bias, int N, int C, float eps) = 0;
-  // dinp += ... (accumulates, as the LN input is always a residual stream)
+  // A residual sum and the LayerNorm of it in one pass (the end of one
+  // sub-layer and the start of the next):
+  //   x = base + scale * Dropout(branch)     (x [N, C] written, for backward)
+  //   out, mean, rstd = layernorm_forward(x)
+  // Dropout as in the dropout section (site seed, offset; p = 0: none). x
+  // aliases neither base nor branch.
+  virtual void residual_layernorm_forward(Act* x, Act* out, Acc* mean, Acc* rstd, const Act* base,
+                                          const Act* branch, float scale, float p, uint64_t seed,
+                                          uint64_t offset, const Act* weight, const Act* bias,
+                                          int N, int C, float eps) = 0;
+  // LayerNorm then Swish: normed = layernorm_forward(inp) (kept for backward),
+  // out = swish(normed).
+  virtual void layernorm_swish_forward(Act* normed, Act* out, Acc* mean, Acc* rstd, const Act* inp,
+                                       const Act* weight, const Act* bias, int N, int C,
+                                       float eps) = 0;
+  // dinp += (accumulate) or = (otherwise) LayerNorm's input gradient from dout
+  // = d loss / d out; dweight, dbias +=.
   virtual void layernorm_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
                                   const Act* inp, const Act* weight, const Acc* mean,
-                                  const Acc* rstd, int N, int C) = 0;
+                                  const Acc* rstd, int N, int C, bool accumulate) = 0;
+  // The backward pass of layernorm_swish_forward from dout = d loss / d out
+  // (normed its first output): dinp overwritten; dweight, dbias +=.
+  virtual void layernorm_swish_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
+                                        const Act* inp, const Act* normed, const Act* weight,
+                                        const Acc* mean, const Acc* rstd, int N, int C) = 0;
 
   // ---- activations (elementwise over n) -----------------------------------
-  virtual void relu_forward(Act* out, const Act* inp, size_t n) = 0;
+  // dinp = relu'(inp) dout; inp may be relu's output (relu(z) > 0 exactly when z > 0).
   virtual void relu_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) = 0;
-  virtual void swish_forward(Act* out, const Act* inp, size_t n) = 0;
-  virtual void swish_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) = 0;
+  // out = Dropout(swish(inp)), dropout as in the dropout section.
+  virtual void swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
+                                     uint64_t offset, size_t n) = 0;
+  // dinp = swish'(inp) Dropout(dout), the same mask.
+  virtual void swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
+                                      uint64_t seed, uint64_t offset, size_t n) = 0;
   // GLU over the last dimension: inp [N, 2C] -> out [N, C], out = a * sigmoid(b)
   virtual void glu_forward(Act* out, const Act* inp, int N, int C) = 0;
   virtual void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) = 0;
 
   // ---- dropout (counter-based Philox; mask depends on seed, offset, index) --
-  // out[i] = keep(seed, offset + i) ? inp[i] / (1 - p) : 0, keep = dropout_keep
-  // of kernels/philox.h, so every backend draws the same mask bit for bit.
-  virtual void dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
-                               size_t n) = 0;
-  virtual void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed, uint64_t offset,
-                                size_t n) = 0;
+  // Dropout(x)[i] = keep(seed, offset + i) ? x[i] / (1 - p) : 0, keep =
+  // dropout_keep of kernels/philox.h, so every backend draws the same mask bit
+  // for bit; p = 0 keeps everything. Applied inside the ops above; here the
+  // gradient of a residual branch, x = base + scale * Dropout(branch):
+  //   dbranch = scale * Dropout(dx)
+  virtual void residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
+                                         uint64_t seed, uint64_t offset, size_t n) = 0;
 
   // ---- attention ----------------------------------------------------------
   // Multi-head self-attention straight from the QKV projection qkv

@@ -7,6 +7,8 @@
 //         s >= L_b masked out; ctx = P v (Backend::attention_forward, fused)
 //   out = x + Dropout(ctx Wo^T + bo)            Wo [d, d]
 //
+// The residual sum is left pending for the next sub-layer's LayerNorm to add
+// (PendingResidual), as the sum before it is added by this one's.
 // Saved for backward: LN(x), qkv, ctx [rows, d] and the log-sum-exp of each
 // row of scores [B, H, T], from which attention_backward recomputes P: the
 // layer keeps O(B T d), nothing of size T x T.
@@ -28,8 +30,10 @@ class SelfAttention {
                 const std::string& name, int d_model, int n_heads, int max_batch, int max_frames,
                 float eps);
 
-  // x_out = x_in + MHSA(LN(x_in)), both [B, T, d]; x_out must not alias x_in.
-  void forward(LayerContext<Act, Acc>& ctx, Act* x_out, const Act* x_in) const;
+  // x_in = the sum `in` (written to x when it has a branch; x [B, T, d]);
+  // returns the pending x_in + Dropout(MHSA(LN(x_in))).
+  PendingResidual<Act> forward(LayerContext<Act, Acc>& ctx, Act* x,
+                               const PendingResidual<Act>& in) const;
   // dx: on entry d loss / d x_out, on exit d loss / d x_in (updated in place).
   void backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const;
 

@@ -25,8 +25,8 @@ SelfAttention<Act, Acc>::SelfAttention(ParameterStore<Act, Acc>& params,
 }
 
 template <typename Act, typename Acc>
-void SelfAttention<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x_out,
-                                      const Act* x_in) const {
+PendingResidual<Act> SelfAttention<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x,
+                                                      const PendingResidual<Act>& in) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int B = ctx.batch, T = ctx.frames, rows = ctx.rows();
   Act* normed = ctx.arena.get(normed_);
@@ -34,16 +34,12 @@ void SelfAttention<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x_out,
   Act* context = ctx.arena.get(context_);
   Act* y = ctx.scratch_rows(1);
 
-  norm_.forward(ctx, normed, x_in);
+  const Act* x_in = norm_.forward_residual(ctx, x, normed, in);
   qkv_.forward(ctx, qkv, normed, rows);
   be.attention_forward(context, ctx.arena.get(lse_), qkv, ctx.lengths, B, T, n_heads_, head_dim_,
                        scale());
   out_.forward(ctx, y, context, rows);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_forward(y, y, ctx.dropout, ctx.dropout_seed, dropout_offset(out_.weight_index()),
-                       size_t(rows) * d_model_);
-  }
-  be.add_scaled(x_out, x_in, y, 1.0f, size_t(rows) * d_model_);
+  return {x_in, y, 1.0f, dropout_offset(out_.weight_index())};
 }
 
 template <typename Act, typename Acc>
@@ -60,8 +56,8 @@ void SelfAttention<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx,
   const Act* dy = dx;
   if (ctx.dropout > 0.0f) {
     Act* dropped = ctx.scratch_rows(0);
-    be.dropout_backward(dropped, dx, ctx.dropout, ctx.dropout_seed,
-                        dropout_offset(out_.weight_index()), size_t(rows) * d_model_);
+    be.residual_dropout_backward(dropped, dx, 1.0f, ctx.dropout, ctx.dropout_seed,
+                                 dropout_offset(out_.weight_index()), size_t(rows) * d_model_);
     dy = dropped;
   }
   out_.backward(ctx, dcontext, dy, context, rows);

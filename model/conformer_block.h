@@ -7,7 +7,8 @@
 //   y  = LN(x4)
 //
 // The block keeps x1..x4 and y in the arena (x0 belongs to the caller); the
-// sub-layers keep what their own backward needs.
+// sub-layers keep what their own backward needs. Each residual sum is added by
+// the LayerNorm that follows it, in the same pass (PendingResidual).
 #pragma once
 
 #include <string>

@@ -27,6 +27,19 @@ struct Workspace {
   }
 };
 
+// A residual sum that a sub-layer leaves to the next one,
+//   x = base + scale * Dropout(branch)     (dropout site dropout_offset)
+// so the next LayerNorm adds it while it normalizes x
+// (Backend::residual_layernorm_forward) instead of a pass of its own; without
+// a branch, x is base itself.
+template <typename Act>
+struct PendingResidual {
+  const Act* base = nullptr;
+  const Act* branch = nullptr;
+  float scale = 1.0f;
+  uint64_t dropout_offset = 0;
+};
+
 // The Philox offset of the dropout site that follows parameter `param_index`:
 // sites never share counters within a step (each may use up to 2^40 values);
 // the caller's per-step seed separates steps.

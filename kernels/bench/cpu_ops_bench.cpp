@@ -126,7 +126,8 @@ void BM_conv2d_forward(benchmark::State& state) {
              w = random_floats(size_t(s.Cout) * s.Cin * 9, 2), b = random_floats(s.Cout, 3);
   std::vector<float> y(size_t(s.B) * s.Ho() * s.Wo() * s.Cout);
   for (auto _ : state) {
-    backend.conv2d_forward(y.data(), x.data(), w.data(), b.data(), s.B, s.Cin, s.H, s.W, s.Cout);
+    backend.conv2d_forward(y.data(), x.data(), w.data(), b.data(), s.B, s.Cin, s.H, s.W, s.Cout,
+                           true);
     benchmark::DoNotOptimize(y.data());
   }
   set_flops(state, s.flops());
@@ -174,32 +175,32 @@ void BM_layernorm_backward(benchmark::State& state) {
                             1e-5f);
   for (auto _ : state) {
     backend.layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
-                               mean.data(), rstd.data(), N, C);
+                               mean.data(), rstd.data(), N, C, true);
     benchmark::DoNotOptimize(dx.data());
   }
   set_bytes(state, 4.0 * N * C * sizeof(float));  // read x, dy, dx; write dx
 }
 
-// Swish on the FFN hidden layer [1600, 4d].
-void BM_swish_forward(benchmark::State& state) {
+// Swish and the dropout after it on the FFN hidden layer [1600, 4d], p = 0.1.
+void BM_swish_dropout_forward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1);
   std::vector<float> y(n);
   for (auto _ : state) {
-    backend.swish_forward(y.data(), x.data(), n);
+    backend.swish_dropout_forward(y.data(), x.data(), 0.1f, 1, 0, n);
     benchmark::DoNotOptimize(y.data());
   }
   set_bytes(state, 2.0 * n * sizeof(float));
 }
 
-void BM_swish_backward(benchmark::State& state) {
+void BM_swish_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1), dy = random_floats(n, 2);
   std::vector<float> dx(n);
   for (auto _ : state) {
-    backend.swish_backward(dx.data(), dy.data(), x.data(), n);
+    backend.swish_dropout_backward(dx.data(), dy.data(), x.data(), 0.1f, 1, 0, n);
     benchmark::DoNotOptimize(dx.data());
   }
   set_bytes(state, 3.0 * n * sizeof(float));
@@ -230,15 +231,15 @@ void BM_glu_backward(benchmark::State& state) {
   set_bytes(state, 5.0 * N * C * sizeof(float));
 }
 
-// Dropout on the FFN hidden layer [1600, 4d].
-void BM_dropout_forward(benchmark::State& state) {
+// Dropout of a gradient [1600, 4d] (a residual branch's, scale 1).
+void BM_residual_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1);
   std::vector<float> y(n);
   uint64_t seed = 0;
   for (auto _ : state) {
-    backend.dropout_forward(y.data(), x.data(), 0.1f, ++seed, 0, n);
+    backend.residual_dropout_backward(y.data(), x.data(), 1.0f, 0.1f, ++seed, 0, n);
     benchmark::DoNotOptimize(y.data());
   }
   set_bytes(state, 2.0 * n * sizeof(float));
@@ -352,11 +353,20 @@ BENCHMARK(BM_conv2d_forward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->U
 BENCHMARK(BM_conv2d_backward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_layernorm_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_layernorm_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_swish_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_swish_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_swish_dropout_forward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_swish_dropout_backward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_glu_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_glu_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_dropout_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_residual_dropout_backward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_attention_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_attention_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_depthwise_conv1d_forward)

@@ -159,8 +159,8 @@ void BM_conv2d_forward(benchmark::State& state) {
   Half inp(size_t(B) * H * W * kChannels), w(size_t(kChannels) * kChannels * 9), b(kChannels);
   Half out(size_t(B) * Ho * Wo * kChannels);
   run(state, 0, 2.0 * B * Ho * Wo * kChannels * 9.0 * kChannels, [&] {
-    g_backend->conv2d_forward(out.get(), inp.get(), w.get(), b.get(), B, kChannels, H, W,
-                              kChannels);
+    g_backend->conv2d_forward(out.get(), inp.get(), w.get(), b.get(), B, kChannels, H, W, kChannels,
+                              true);
   });
 }
 
@@ -195,14 +195,15 @@ void BM_layernorm_backward(benchmark::State& state) {
   Float mean(kRows), rstd(kRows), dw(kD), db(kD);
   run(state, 4 * n * kHalf, 0, [&] {
     g_backend->layernorm_backward(dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
-                                  mean.get(), rstd.get(), kRows, kD);
+                                  mean.get(), rstd.get(), kRows, kD, true);
   });
 }
 
-void BM_swish_forward(benchmark::State& state) {
+void BM_swish_dropout_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * 4 * kD;
   Half inp(n), out(n);
-  run(state, 2 * n * kHalf, 0, [&] { g_backend->swish_forward(out.get(), inp.get(), n); });
+  run(state, 2 * n * kHalf, 0,
+      [&] { g_backend->swish_dropout_forward(out.get(), inp.get(), 0.1f, 42, 0, n); });
 }
 
 void BM_glu_backward(benchmark::State& state) {
@@ -212,17 +213,23 @@ void BM_glu_backward(benchmark::State& state) {
       [&] { g_backend->glu_backward(dinp.get(), dout.get(), inp.get(), kRows, kD); });
 }
 
-void BM_dropout(benchmark::State& state) {
-  const size_t n = size_t(kRows) * 4 * kD;
-  Half inp(n), out(n);
+void BM_residual_dropout_backward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half dx(n), dbranch(n);
   run(state, 2 * n * kHalf, 0,
-      [&] { g_backend->dropout_forward(out.get(), inp.get(), 0.1f, 42, 0, n); });
+      [&] { g_backend->residual_dropout_backward(dbranch.get(), dx.get(), 0.5f, 0.1f, 42, 0, n); });
 }
 
-void BM_add_scaled(benchmark::State& state) {
+// x = base + 1/2 Dropout(branch) and LN(x): reads base and branch, writes x and LN(x).
+void BM_residual_layernorm_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
-  Half x(n), r(n), y(n);
-  run(state, 3 * n * kHalf, 0, [&] { g_backend->add_scaled(y.get(), x.get(), r.get(), 0.5f, n); });
+  Half base(n), branch(n), w(kD), b(kD), x(n), out(n);
+  Float mean(kRows), rstd(kRows);
+  run(state, 4 * n * kHalf, 0, [&] {
+    g_backend->residual_layernorm_forward(x.get(), out.get(), mean.get(), rstd.get(), base.get(),
+                                          branch.get(), 0.5f, 0.1f, 42, 0, w.get(), b.get(), kRows,
+                                          kD, 1e-5f);
+  });
 }
 
 void BM_depthwise_conv1d_forward(benchmark::State& state) {
@@ -299,10 +306,10 @@ void register_benchmarks() {
       {"conv2d_backward", BM_conv2d_backward},
       {"layernorm_forward", BM_layernorm_forward},
       {"layernorm_backward", BM_layernorm_backward},
-      {"swish_forward", BM_swish_forward},
+      {"swish_dropout_forward", BM_swish_dropout_forward},
       {"glu_backward", BM_glu_backward},
-      {"dropout", BM_dropout},
-      {"add_scaled", BM_add_scaled},
+      {"residual_dropout_backward", BM_residual_dropout_backward},
+      {"residual_layernorm_forward", BM_residual_layernorm_forward},
       {"depthwise_conv1d_forward", BM_depthwise_conv1d_forward},
       {"depthwise_conv1d_backward", BM_depthwise_conv1d_backward},
       {"log_softmax", BM_log_softmax},

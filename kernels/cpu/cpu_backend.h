@@ -36,8 +36,6 @@ class CpuBackend : public Backend<T, T> {
   void cast_acc_to_act(T* dst, const T* src, size_t n) override;
   void cast_act_to_acc(T* dst, const T* src, size_t n) override;
   void cast_f32_to_act(T* dst, const float* src, size_t n) override;
-  void add_scaled(T* y, const T* x, const T* r, float alpha, size_t n) override;
-  void accumulate_scaled(T* dy, const T* dx, float alpha, size_t n) override;
   void mask_padding(T* x, const int32_t* lengths, int B, int T_, int C) override;
 
   void linear_forward(T* out, const T* inp, const T* weight, const T* bias, int M, int K,
@@ -46,26 +44,34 @@ class CpuBackend : public Backend<T, T> {
                        int M, int K, int N) override;
 
   void conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B, int Cin, int H,
-                      int W, int Cout) override;
+                      int W, int Cout, bool relu) override;
   void conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                        int B, int Cin, int H, int W, int Cout) override;
 
   void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                          int N, int C, float eps) override;
+  void residual_layernorm_forward(T* x, T* out, T* mean, T* rstd, const T* base, const T* branch,
+                                  float scale, float p, uint64_t seed, uint64_t offset,
+                                  const T* weight, const T* bias, int N, int C, float eps) override;
+  void layernorm_swish_forward(T* normed, T* out, T* mean, T* rstd, const T* inp, const T* weight,
+                               const T* bias, int N, int C, float eps) override;
   void layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                          const T* weight, const T* mean, const T* rstd, int N, int C) override;
+                          const T* weight, const T* mean, const T* rstd, int N, int C,
+                          bool accumulate) override;
+  void layernorm_swish_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                const T* normed, const T* weight, const T* mean, const T* rstd,
+                                int N, int C) override;
 
-  void relu_forward(T* out, const T* inp, size_t n) override;
   void relu_backward(T* dinp, const T* dout, const T* inp, size_t n) override;
-  void swish_forward(T* out, const T* inp, size_t n) override;
-  void swish_backward(T* dinp, const T* dout, const T* inp, size_t n) override;
+  void swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
+                             size_t n) override;
+  void swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
+                              uint64_t offset, size_t n) override;
   void glu_forward(T* out, const T* inp, int N, int C) override;
   void glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) override;
 
-  void dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
-                       size_t n) override;
-  void dropout_backward(T* dinp, const T* dout, float p, uint64_t seed, uint64_t offset,
-                        size_t n) override;
+  void residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
+                                 uint64_t offset, size_t n) override;
 
   void attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_, int H,
                          int Dh, float scale) override;

@@ -4,7 +4,7 @@
 //   col [rows, 9 Cin]  row r = output pixel (b, i, j) of the chunk, column
 //                      (kh 3 + kw) Cin + ci = inp[b, 2i + kh, 2j + kw, ci]
 //   Wr  [Cout, 9 Cin]  Wr[co, (kh 3 + kw) Cin + ci] = W[co, ci, kh, kw]
-//   forward   out_chunk [rows, Cout] = col Wr^T + bias
+//   forward   out_chunk [rows, Cout] = col Wr^T + bias   (then max(., 0) with relu)
 //   backward  dWr += dout_chunk^T col          (fp32 output, beta 1)
 //             dcol = dout_chunk Wr ; dinp = col2im(dcol)
 //             dbias += column sums of dout ; dW += Wr-layout dWr reordered
@@ -14,6 +14,7 @@
 // one thread (no atomics). GEMMs: 16-bit inputs, fp32 accumulation (gemm.h).
 #include <algorithm>
 
+#include "kernels/activations.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/cuda_check.h"
@@ -50,6 +51,12 @@ __global__ void add_weight_rows_kernel(float* dweight, const float* dwr, int Cou
     const int co = int(e / (size_t(9) * Cin));
     dweight[(size_t(co) * Cin + ci) * 9 + k] += dwr[e];
   }
+}
+
+// x = max(x, 0) in place, after the forward GEMMs.
+template <typename T>
+__global__ void relu_kernel(T* x, size_t n) {
+  MPIASR_GRID_STRIDE(i, n) x[i] = from_float<T>(relu(to_float(x[i])));
 }
 
 // col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset to the chunk).
@@ -144,7 +151,7 @@ Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
 template <typename T>
 void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
                          const T* weight, const T* bias, int B, int Cin, int H, int W, int Cout,
-                         const Conv2dScratch<T>& scratch) {
+                         bool relu, const Conv2dScratch<T>& scratch) {
   constexpr cudaDataType_t type = cuda_data_type<T>();
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if (B == 0) return;
@@ -163,6 +170,10 @@ void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, con
     cuda_gemm(handle, false, true, rows, Cout, K, 1.0f, scratch.columns, K, 0, scratch.weight_rows,
               K, 0, type, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout, 0,
               1);
+  }
+  if (relu) {
+    const size_t n = size_t(B) * s.pixels() * Cout;
+    MPIASR_LAUNCH(relu_kernel<T>, grid_for(n), kThreads, 0, stream, out, n);
   }
 }
 
@@ -215,7 +226,7 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, f
 
 #define MPIASR_INSTANTIATE(T)                                                                  \
   template void cuda_conv2d_forward<T>(cublasHandle_t, cudaStream_t, T*, const T*, const T*,   \
-                                       const T*, int, int, int, int, int,                      \
+                                       const T*, int, int, int, int, int, bool,                \
                                        const Conv2dScratch<T>&);                               \
   template void cuda_conv2d_backward<T>(cublasHandle_t, cudaStream_t, T*, float*, float*,      \
                                         const T*, const T*, const T*, int, int, int, int, int, \

@@ -33,10 +33,11 @@ struct Conv2dScratchSizes {
 Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
                                         size_t column_budget);
 
+// With relu the output is max(conv + bias, 0).
 template <typename T>
 void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
                          const T* weight, const T* bias, int B, int Cin, int H, int W, int Cout,
-                         const Conv2dScratch<T>& scratch);
+                         bool relu, const Conv2dScratch<T>& scratch);
 
 // dinp overwritten (may be null); dweight, dbias += (may be null).
 template <typename T>

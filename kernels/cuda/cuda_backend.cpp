@@ -205,16 +205,6 @@ void CudaBackend<Act>::cast_f32_to_act(Act* dst, const float* src, size_t n) {
 }
 
 template <typename Act>
-void CudaBackend<Act>::add_scaled(Act* y, const Act* x, const Act* r, float alpha, size_t n) {
-  cuda_add_scaled(y, x, r, alpha, n, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::accumulate_scaled(Act* dy, const Act* dx, float alpha, size_t n) {
-  cuda_accumulate_scaled(dy, dx, alpha, n, stream_.get());
-}
-
-template <typename Act>
 void CudaBackend<Act>::mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) {
   cuda_mask_padding(x, device_lengths(lengths, B, T), B, T, C, stream_.get());
 }
@@ -239,14 +229,14 @@ void CudaBackend<Act>::linear_backward(Act* dinp, float* dweight, float* dbias, 
 
 template <typename Act>
 void CudaBackend<Act>::conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
-                                      int B, int Cin, int H, int W, int Cout) {
+                                      int B, int Cin, int H, int W, int Cout, bool relu) {
   const Conv2dScratchSizes sizes = conv2d_scratch_sizes(B, Cin, H, W, Cout, conv2d_column_budget_);
   Conv2dScratch<Act> scratch;
   scratch.images_per_chunk = sizes.images_per_chunk;
   scratch.weight_rows = scratch_of<Act>(kConvWeightRows, sizes.weight_rows);
   scratch.columns = scratch_of<Act>(kConvColumns, sizes.columns);
   cuda_conv2d_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, B, Cin, H, W, Cout,
-                      scratch);
+                      relu, scratch);
 }
 
 template <typename Act>
@@ -275,20 +265,43 @@ void CudaBackend<Act>::layernorm_forward(Act* out, float* mean, float* rstd, con
 }
 
 template <typename Act>
+void CudaBackend<Act>::residual_layernorm_forward(Act* x, Act* out, float* mean, float* rstd,
+                                                  const Act* base, const Act* branch, float scale,
+                                                  float p, uint64_t seed, uint64_t offset,
+                                                  const Act* weight, const Act* bias, int N, int C,
+                                                  float eps) {
+  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p, seed, offset, weight,
+                                  bias, N, C, eps, stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::layernorm_swish_forward(Act* normed, Act* out, float* mean, float* rstd,
+                                               const Act* inp, const Act* weight, const Act* bias,
+                                               int N, int C, float eps) {
+  cuda_layernorm_swish_forward(normed, out, mean, rstd, inp, weight, bias, N, C, eps,
+                               stream_.get());
+}
+
+template <typename Act>
 void CudaBackend<Act>::layernorm_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
                                           const Act* inp, const Act* weight, const float* mean,
-                                          const float* rstd, int N, int C) {
+                                          const float* rstd, int N, int C, bool accumulate) {
   float* partials = scratch_of<float>(kPartials, 2 * size_t(column_chunks(N)) * C);
-  cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, partials,
-                          stream_.get());
+  cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate,
+                          partials, stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::layernorm_swish_backward(Act* dinp, float* dweight, float* dbias,
+                                                const Act* dout, const Act* inp, const Act* normed,
+                                                const Act* weight, const float* mean,
+                                                const float* rstd, int N, int C) {
+  float* partials = scratch_of<float>(kPartials, 2 * size_t(column_chunks(N)) * C);
+  cuda_layernorm_swish_backward(dinp, dweight, dbias, dout, inp, normed, weight, mean, rstd, N, C,
+                                partials, stream_.get());
 }
 
 // ---- activations and dropout ------------------------------------------------
-
-template <typename Act>
-void CudaBackend<Act>::relu_forward(Act* out, const Act* inp, size_t n) {
-  cuda_relu_forward(out, inp, n, stream_.get());
-}
 
 template <typename Act>
 void CudaBackend<Act>::relu_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) {
@@ -296,13 +309,15 @@ void CudaBackend<Act>::relu_backward(Act* dinp, const Act* dout, const Act* inp,
 }
 
 template <typename Act>
-void CudaBackend<Act>::swish_forward(Act* out, const Act* inp, size_t n) {
-  cuda_swish_forward(out, inp, n, stream_.get());
+void CudaBackend<Act>::swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
+                                             uint64_t offset, size_t n) {
+  cuda_swish_dropout_forward(out, inp, p, seed, offset, n, stream_.get());
 }
 
 template <typename Act>
-void CudaBackend<Act>::swish_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) {
-  cuda_swish_backward(dinp, dout, inp, n, stream_.get());
+void CudaBackend<Act>::swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
+                                              uint64_t seed, uint64_t offset, size_t n) {
+  cuda_swish_dropout_backward(dinp, dout, inp, p, seed, offset, n, stream_.get());
 }
 
 template <typename Act>
@@ -316,16 +331,9 @@ void CudaBackend<Act>::glu_backward(Act* dinp, const Act* dout, const Act* inp, 
 }
 
 template <typename Act>
-void CudaBackend<Act>::dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
-                                       uint64_t offset, size_t n) {
-  cuda_dropout(out, inp, p, seed, offset, n, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed,
-                                        uint64_t offset, size_t n) {
-  // The gradient passes through the same mask with the same scale.
-  cuda_dropout(dinp, dout, p, seed, offset, n, stream_.get());
+void CudaBackend<Act>::residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
+                                                 uint64_t seed, uint64_t offset, size_t n) {
+  cuda_residual_dropout_backward(dbranch, dx, scale, p, seed, offset, n, stream_.get());
 }
 
 // ---- attention --------------------------------------------------------------

@@ -74,8 +74,6 @@ class CudaBackend : public Backend<Act, float> {
   void cast_acc_to_act(Act* dst, const float* src, size_t n) override;
   void cast_act_to_acc(float* dst, const Act* src, size_t n) override;
   void cast_f32_to_act(Act* dst, const float* src, size_t n) override;
-  void add_scaled(Act* y, const Act* x, const Act* r, float alpha, size_t n) override;
-  void accumulate_scaled(Act* dy, const Act* dx, float alpha, size_t n) override;
   void mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) override;
 
   void linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int M, int K,
@@ -84,27 +82,36 @@ class CudaBackend : public Backend<Act, float> {
                        const Act* weight, int M, int K, int N) override;
 
   void conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int B, int Cin,
-                      int H, int W, int Cout) override;
+                      int H, int W, int Cout, bool relu) override;
   void conv2d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
                        const Act* weight, int B, int Cin, int H, int W, int Cout) override;
 
   void layernorm_forward(Act* out, float* mean, float* rstd, const Act* inp, const Act* weight,
                          const Act* bias, int N, int C, float eps) override;
+  void residual_layernorm_forward(Act* x, Act* out, float* mean, float* rstd, const Act* base,
+                                  const Act* branch, float scale, float p, uint64_t seed,
+                                  uint64_t offset, const Act* weight, const Act* bias, int N, int C,
+                                  float eps) override;
+  void layernorm_swish_forward(Act* normed, Act* out, float* mean, float* rstd, const Act* inp,
+                               const Act* weight, const Act* bias, int N, int C,
+                               float eps) override;
   void layernorm_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
-                          const Act* weight, const float* mean, const float* rstd, int N,
-                          int C) override;
+                          const Act* weight, const float* mean, const float* rstd, int N, int C,
+                          bool accumulate) override;
+  void layernorm_swish_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                const Act* inp, const Act* normed, const Act* weight,
+                                const float* mean, const float* rstd, int N, int C) override;
 
-  void relu_forward(Act* out, const Act* inp, size_t n) override;
   void relu_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) override;
-  void swish_forward(Act* out, const Act* inp, size_t n) override;
-  void swish_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) override;
+  void swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
+                             size_t n) override;
+  void swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p, uint64_t seed,
+                              uint64_t offset, size_t n) override;
   void glu_forward(Act* out, const Act* inp, int N, int C) override;
   void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) override;
 
-  void dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
-                       size_t n) override;
-  void dropout_backward(Act* dinp, const Act* dout, float p, uint64_t seed, uint64_t offset,
-                        size_t n) override;
+  void residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p, uint64_t seed,
+                                 uint64_t offset, size_t n) override;
 
   void attention_forward(Act* out, float* lse, const Act* qkv, const int32_t* lengths, int B, int T,
                          int H, int Dh, float scale) override;

@@ -1,6 +1,7 @@
 // Launcher of the dropout kernel (kernels/cuda/dropout.cu) over T = __half or
 // __nv_bfloat16; masks from kernels/philox.h, the same as the CPU backend's.
-// Device pointers.
+// The forward masks are applied inside the fused ops (layernorm.h,
+// activations.h); this is the gradient of a residual branch. Device pointers.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,10 +11,10 @@
 
 namespace mpiasr {
 
-// out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0 (out may alias inp);
-// the backward pass is the same map applied to the gradient.
+// dbranch[i] = scale (dropout_keep(seed, offset + i, p) ? dx[i] / (1 - p) : 0)
+// (dbranch may alias dx).
 template <typename T>
-void cuda_dropout(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n,
-                  cudaStream_t stream);
+void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
+                                    uint64_t offset, size_t n, cudaStream_t stream);
 
 }  // namespace mpiasr

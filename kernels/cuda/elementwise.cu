@@ -1,8 +1,6 @@
-// Elementwise kernels: casts, scaled adds and padding masks, in grid-stride
-// loops, eight 16-bit values per 128-bit load and store where the pointers
-// allow (device_utils.cuh). Math per element, in float:
-//   add_scaled      y = x + alpha r          accumulate_scaled  dy += alpha dx
-// Layouts: flat arrays of n; mask_padding [B, T, C].
+// Elementwise kernels: casts and padding masks, in grid-stride loops; casts
+// move eight 16-bit values per 128-bit load and store where the pointers
+// allow (device_utils.cuh). Layouts: flat arrays of n; mask_padding [B, T, C].
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/elementwise.h"
@@ -41,11 +39,6 @@ __global__ void cast_kernel(Dst* dst, const Src* src, size_t n, bool packs) {
   MPIASR_GRID_STRIDE(i, n) dst[i] = from_float<Dst>(to_float(src[i]));
 }
 
-struct AddScaled {
-  float alpha;
-  __device__ float operator()(float x, float r) const { return x + alpha * r; }
-};
-
 template <typename T>
 __global__ void mask_padding_kernel(T* x, const int32_t* lengths, int B, int T_, int C) {
   const size_t n = size_t(B) * T_ * C;
@@ -70,27 +63,15 @@ void cuda_cast(Dst* dst, const Src* src, size_t n, cudaStream_t stream) {
 }
 
 template <typename T>
-void cuda_add_scaled(T* y, const T* x, const T* r, float alpha, size_t n, cudaStream_t stream) {
-  launch_map2(y, x, r, n, AddScaled{alpha}, stream);
-}
-
-template <typename T>
-void cuda_accumulate_scaled(T* dy, const T* dx, float alpha, size_t n, cudaStream_t stream) {
-  launch_map2(dy, dy, dx, n, AddScaled{alpha}, stream);
-}
-
-template <typename T>
 void cuda_mask_padding(T* x, const int32_t* lengths, int B, int T_, int C, cudaStream_t stream) {
   const size_t n = size_t(B) * T_ * C;
   if (n == 0) return;
   MPIASR_LAUNCH(mask_padding_kernel<T>, grid_for(n), kThreads, 0, stream, x, lengths, B, T_, C);
 }
 
-#define MPIASR_INSTANTIATE(T)                                                            \
-  template void cuda_cast<T, float>(T*, const float*, size_t, cudaStream_t);             \
-  template void cuda_cast<float, T>(float*, const T*, size_t, cudaStream_t);             \
-  template void cuda_add_scaled<T>(T*, const T*, const T*, float, size_t, cudaStream_t); \
-  template void cuda_accumulate_scaled<T>(T*, const T*, float, size_t, cudaStream_t);    \
+#define MPIASR_INSTANTIATE(T)                                                \
+  template void cuda_cast<T, float>(T*, const float*, size_t, cudaStream_t); \
+  template void cuda_cast<float, T>(float*, const T*, size_t, cudaStream_t); \
   template void cuda_mask_padding<T>(T*, const int32_t*, int, int, int, cudaStream_t);
 MPIASR_INSTANTIATE(__half)
 MPIASR_INSTANTIATE(__nv_bfloat16)

@@ -1,5 +1,5 @@
 // Launchers of the elementwise CUDA kernels (kernels/cuda/elementwise.cu):
-// casts, scaled adds and padding masks, over T = __half or __nv_bfloat16.
+// casts and padding masks, over T = __half or __nv_bfloat16.
 // 16-bit values are computed in float, then rounded to T once. All pointers
 // are device pointers.
 #pragma once
@@ -15,12 +15,6 @@ namespace mpiasr {
 // Src is float, the other the activation type).
 template <typename Dst, typename Src>
 void cuda_cast(Dst* dst, const Src* src, size_t n, cudaStream_t stream);
-// y = x + alpha r (y may alias x or r)
-template <typename T>
-void cuda_add_scaled(T* y, const T* x, const T* r, float alpha, size_t n, cudaStream_t stream);
-// dy += alpha dx
-template <typename T>
-void cuda_accumulate_scaled(T* dy, const T* dx, float alpha, size_t n, cudaStream_t stream);
 // x [B, T, C]: rows t >= lengths[b] set to zero (lengths on the device)
 template <typename T>
 void cuda_mask_padding(T* x, const int32_t* lengths, int B, int T_, int C, cudaStream_t stream);

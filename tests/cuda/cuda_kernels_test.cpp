@@ -21,6 +21,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/ctc_loss.h"
+#include "kernels/philox.h"
 #include "tests/cuda/cuda_test_util.h"
 
 namespace mpiasr {
@@ -91,8 +92,7 @@ TYPED_TEST(CudaCasts, MatchHostConversionsExactly) {
   EXPECT_EQ(download(be, back.get(), x.size()), shifted);
 }
 
-// Shapes whose sizes make whole 128-bit packs, and shapes that do not.
-TYPED_TEST(CudaElementwise, AddScaledAccumulateScaledAndMaskPadding) {
+TYPED_TEST(CudaElementwise, MaskPadding) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
@@ -100,21 +100,8 @@ TYPED_TEST(CudaElementwise, AddScaledAccumulateScaledAndMaskPadding) {
     const int B = 3, T = 7;
     const size_t n = size_t(B) * T * C;
     const std::string what = "C " + std::to_string(C);
-    const auto x = act_values<Act>(n, 2), r = act_values<Act>(n, 3);
-    auto dx = upload<Act>(be, x), dr = upload<Act>(be, r);
-    cuda_test::DeviceArray<Act> y(be, n);
-    be.add_scaled(y.get(), dx->get(), dr->get(), 0.5f, n);
-    std::vector<float> expected(n);
-    cpu().add_scaled(expected.data(), x.data(), r.data(), 0.5f, n);
-    expect_close(download(be, y.get(), n), expected, kActRtol<Act>, kActAtol<Act>,
-                 "add_scaled, " + what);
-
-    be.accumulate_scaled(dx->get(), dr->get(), -1.5f, n);
-    std::vector<float> accumulated = x;
-    cpu().accumulate_scaled(accumulated.data(), r.data(), -1.5f, n);
-    expect_close(download(be, dx->get(), n), accumulated, kActRtol<Act>, kActAtol<Act>,
-                 "accumulate_scaled, " + what);
-
+    const auto r = act_values<Act>(n, 3);
+    auto dr = upload<Act>(be, r);
     const int32_t lengths[B] = {7, 2, 0};
     be.mask_padding(dr->get(), lengths, B, T, C);
     std::vector<float> masked = r;
@@ -182,12 +169,15 @@ TYPED_TEST(CudaConv2d, ForwardAndBackwardMatchCpu) {
       const std::string what = "Cin " + std::to_string(Cin) +
                                (be == &backend<Act>() ? ", one chunk" : ", one image per chunk");
 
-      be->conv2d_forward(out.get(), d_inp->get(), d_w->get(), d_bias->get(), B, Cin, H, W, Cout);
       std::vector<float> expected_out(n_out);
-      cpu().conv2d_forward(expected_out.data(), inp.data(), w.data(), bias.data(), B, Cin, H, W,
-                           Cout);
-      expect_close(download(*be, out.get(), n_out), expected_out, kActRtol<Act>, kActAtol<Act>,
-                   "conv2d out, " + what);
+      for (bool relu : {true, false}) {
+        be->conv2d_forward(out.get(), d_inp->get(), d_w->get(), d_bias->get(), B, Cin, H, W, Cout,
+                           relu);
+        cpu().conv2d_forward(expected_out.data(), inp.data(), w.data(), bias.data(), B, Cin, H, W,
+                             Cout, relu);
+        expect_close(download(*be, out.get(), n_out), expected_out, kActRtol<Act>, kActAtol<Act>,
+                     "conv2d out, " + what + (relu ? ", relu" : ""));
+      }
 
       be->conv2d_backward(dinp.get(), d_dw->get(), d_db->get(), d_dout->get(), d_inp->get(),
                           d_w->get(), B, Cin, H, W, Cout);
@@ -204,7 +194,7 @@ TYPED_TEST(CudaConv2d, ForwardAndBackwardMatchCpu) {
   }
 }
 
-TYPED_TEST(CudaLayerNorm, ForwardStatisticsAndAccumulatingBackward) {
+TYPED_TEST(CudaLayerNorm, ForwardStatisticsAndBackward) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
@@ -235,13 +225,20 @@ TYPED_TEST(CudaLayerNorm, ForwardStatisticsAndAccumulatingBackward) {
                  "rstd, " + what);
 
     be.layernorm_backward(d_dinp->get(), d_dw->get(), d_db->get(), d_dout->get(), d_inp->get(),
-                          d_w->get(), mean.get(), rstd.get(), N, C);
+                          d_w->get(), mean.get(), rstd.get(), N, C, true);
     std::vector<float> expected_dinp = dinp0, expected_dw = dw0, expected_db = db0;
     cpu().layernorm_backward(expected_dinp.data(), expected_dw.data(), expected_db.data(),
                              dout.data(), inp.data(), w.data(), expected_mean.data(),
-                             expected_rstd.data(), N, C);
+                             expected_rstd.data(), N, C, true);
     expect_close(download(be, d_dinp->get(), n), expected_dinp, kActRtol<Act>, kActAtol<Act>,
                  "dinp, " + what);
+    // Written instead of accumulated: dinp0 is overwritten.
+    be.layernorm_backward(d_dinp->get(), nullptr, nullptr, d_dout->get(), d_inp->get(), d_w->get(),
+                          mean.get(), rstd.get(), N, C, false);
+    cpu().layernorm_backward(expected_dinp.data(), nullptr, nullptr, dout.data(), inp.data(),
+                             w.data(), expected_mean.data(), expected_rstd.data(), N, C, false);
+    expect_close(download(be, d_dinp->get(), n), expected_dinp, kActRtol<Act>, kActAtol<Act>,
+                 "written dinp, " + what);
     expect_close(download(be, d_dw->get(), size_t(C)), expected_dw, kFloatRtol, 1e-4,
                  "dweight, " + what);
     expect_close(download(be, d_db->get(), size_t(C)), expected_db, kFloatRtol, 1e-4,
@@ -249,7 +246,85 @@ TYPED_TEST(CudaLayerNorm, ForwardStatisticsAndAccumulatingBackward) {
   }
 }
 
-// C = 40 makes whole 128-bit packs (GLU rows too); C = 13 does not.
+// The residual sum before LayerNorm (with dropout, at a dropout offset on and
+// off the 8-element Philox blocks) and the Swish after it; C = 24 and 256
+// make whole 128-bit packs, C = 300 does not. The GPU normalizes x as rounded
+// to the activation type, so the CPU reference normalizes that rounded x; the
+// Swish backward reads the same LN(x) on both.
+TYPED_TEST(CudaLayerNorm, ResidualAndSwishFormsMatchCpu) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& be = backend<Act>();
+  for (int C : {24, 256, 300}) {
+    for (uint64_t offset : {uint64_t(16), uint64_t(13)}) {
+      const int N = 150;
+      const size_t n = size_t(N) * C;
+      const std::string what = "C " + std::to_string(C) + ", offset " + std::to_string(offset);
+      const auto base = act_values<Act>(n, 47, -2.0f, 3.0f), branch = act_values<Act>(n, 48);
+      const auto w = act_values<Act>(size_t(C), 41), bias = act_values<Act>(size_t(C), 42);
+      const auto dout = act_values<Act>(n, 43);
+      const auto dw0 = random_floats(size_t(C), 45), db0 = random_floats(size_t(C), 46);
+      auto d_base = upload<Act>(be, base), d_branch = upload<Act>(be, branch);
+      auto d_w = upload<Act>(be, w), d_bias = upload<Act>(be, bias), d_dout = upload<Act>(be, dout);
+      auto d_dw = upload_float(be, dw0), d_db = upload_float(be, db0);
+      cuda_test::DeviceArray<Act> x(be, n), out(be, n), swished(be, n), dinp(be, n);
+      cuda_test::DeviceArray<float> mean(be, size_t(N)), rstd(be, size_t(N));
+
+      be.residual_layernorm_forward(x.get(), out.get(), mean.get(), rstd.get(), d_base->get(),
+                                    d_branch->get(), 0.5f, 0.2f, 77, offset, d_w->get(),
+                                    d_bias->get(), N, C, 1e-5f);
+      std::vector<float> expected_x(n), expected_out(n), expected_mean(N), expected_rstd(N);
+      cpu().residual_layernorm_forward(expected_x.data(), expected_out.data(), expected_mean.data(),
+                                       expected_rstd.data(), base.data(), branch.data(), 0.5f, 0.2f,
+                                       77, offset, w.data(), bias.data(), N, C, 1e-5f);
+      const std::vector<float> got_x = download(be, x.get(), n);
+      expect_close(got_x, expected_x, kActRtol<Act>, kActAtol<Act>, "residual x, " + what);
+      for (size_t i = 0; i < n; ++i) {  // the dropped elements are base itself
+        if (!dropout_keep(77, offset + i, 0.2f)) {
+          ASSERT_EQ(got_x[i], base[i]) << i << ", " << what;
+        }
+      }
+      const std::vector<float> x_rounded = rounded<Act>(expected_x);
+      cpu().layernorm_forward(expected_out.data(), expected_mean.data(), expected_rstd.data(),
+                              x_rounded.data(), w.data(), bias.data(), N, C, 1e-5f);
+      expect_close(download(be, out.get(), n), expected_out, kActRtol<Act>, kActAtol<Act>,
+                   "residual LN, " + what);
+      expect_close(download(be, mean.get(), size_t(N)), expected_mean, kFloatRtol, kFloatAtol,
+                   "residual mean, " + what);
+      expect_close(download(be, rstd.get(), size_t(N)), expected_rstd, kFloatRtol, kFloatAtol,
+                   "residual rstd, " + what);
+
+      // LN then Swish on the base.
+      be.layernorm_swish_forward(out.get(), swished.get(), mean.get(), rstd.get(), d_base->get(),
+                                 d_w->get(), d_bias->get(), N, C, 1e-5f);
+      std::vector<float> expected_swished(n);
+      cpu().layernorm_swish_forward(expected_out.data(), expected_swished.data(),
+                                    expected_mean.data(), expected_rstd.data(), base.data(),
+                                    w.data(), bias.data(), N, C, 1e-5f);
+      const std::vector<float> normed = download(be, out.get(), n);
+      expect_close(normed, expected_out, kActRtol<Act>, kActAtol<Act>, "LN of swish, " + what);
+      expect_close(download(be, swished.get(), n), expected_swished, kActRtol<Act>, kActAtol<Act>,
+                   "swish of LN, " + what);
+
+      be.layernorm_swish_backward(dinp.get(), d_dw->get(), d_db->get(), d_dout->get(),
+                                  d_base->get(), out.get(), d_w->get(), mean.get(), rstd.get(), N,
+                                  C);
+      std::vector<float> expected_dinp(n), expected_dw = dw0, expected_db = db0;
+      cpu().layernorm_swish_backward(expected_dinp.data(), expected_dw.data(), expected_db.data(),
+                                     dout.data(), base.data(), normed.data(), w.data(),
+                                     expected_mean.data(), expected_rstd.data(), N, C);
+      expect_close(download(be, dinp.get(), n), expected_dinp, kActRtol<Act>, kActAtol<Act>,
+                   "swish LN dinp, " + what);
+      expect_close(download(be, d_dw->get(), size_t(C)), expected_dw, kFloatRtol, 1e-4,
+                   "swish LN dweight, " + what);
+      expect_close(download(be, d_db->get(), size_t(C)), expected_db, kFloatRtol, 1e-4,
+                   "swish LN dbias, " + what);
+    }
+  }
+}
+
+// C = 40 makes whole 128-bit packs (GLU rows too); C = 13 does not; the
+// dropout offset 13 keeps packs off the Philox blocks.
 TYPED_TEST(CudaActivations, ReluSwishGluForwardAndBackward) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
@@ -263,21 +338,27 @@ TYPED_TEST(CudaActivations, ReluSwishGluForwardAndBackward) {
     cuda_test::DeviceArray<Act> out(be, n);
     std::vector<float> expected(n);
 
-    be.relu_forward(out.get(), d_x->get(), n);
-    cpu().relu_forward(expected.data(), x.data(), n);
-    EXPECT_EQ(download(be, out.get(), n), expected) << what;
     be.relu_backward(out.get(), d_dy->get(), d_x->get(), n);
     cpu().relu_backward(expected.data(), dy.data(), x.data(), n);
     EXPECT_EQ(download(be, out.get(), n), expected) << what;
 
-    be.swish_forward(out.get(), d_x->get(), n);
-    cpu().swish_forward(expected.data(), x.data(), n);
-    expect_close(download(be, out.get(), n), expected, kActRtol<Act>, kActAtol<Act>,
-                 "swish" + what);
-    be.swish_backward(out.get(), d_dy->get(), d_x->get(), n);
-    cpu().swish_backward(expected.data(), dy.data(), x.data(), n);
-    expect_close(download(be, out.get(), n), expected, kActRtol<Act>, kActAtol<Act>,
-                 "swish backward" + what);
+    for (float p : {0.0f, 0.3f}) {
+      for (uint64_t offset : {uint64_t(0), uint64_t(13)}) {
+        const std::string site =
+            what + ", p " + std::to_string(p) + ", offset " + std::to_string(offset);
+        be.swish_dropout_forward(out.get(), d_x->get(), p, 99, offset, n);
+        cpu().swish_dropout_forward(expected.data(), x.data(), p, 99, offset, n);
+        std::vector<float> got = download(be, out.get(), n);
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(got[i] == 0.0f, expected[i] == 0.0f) << i << site;
+        }
+        expect_close(got, expected, kActRtol<Act>, kActAtol<Act>, "swish" + site);
+        be.swish_dropout_backward(out.get(), d_dy->get(), d_x->get(), p, 99, offset, n);
+        cpu().swish_dropout_backward(expected.data(), dy.data(), x.data(), p, 99, offset, n);
+        expect_close(download(be, out.get(), n), expected, kActRtol<Act>, kActAtol<Act>,
+                     "swish backward" + site);
+      }
+    }
 
     // GLU: inp [N, 2C] -> [N, C]; dy's first N C values serve as the upstream gradient.
     be.glu_forward(out.get(), d_x->get(), N, C);
@@ -292,38 +373,42 @@ TYPED_TEST(CudaActivations, ReluSwishGluForwardAndBackward) {
   }
 }
 
-// The same elements are dropped as on the CPU, bit for bit, at any offset.
+// The same elements are dropped as on the CPU, bit for bit, at any offset
+// (on and off the Philox blocks, and past 2^40), through the gradient of a
+// residual branch, scale 1 and 1/2, in place too.
 TYPED_TEST(CudaDropout, MaskIdenticalToCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
-  const size_t n = 10007;
+  const size_t n = 10008;
   const auto x = act_values<Act>(n, 60);
   for (uint64_t offset : {uint64_t(0), uint64_t(13), (uint64_t(5) << 40) + 3}) {
-    auto d_x = upload<Act>(be, x);
-    cuda_test::DeviceArray<Act> out(be, n);
-    be.dropout_forward(out.get(), d_x->get(), 0.3f, 1234, offset, n);
-    std::vector<float> expected(n);
-    cpu().dropout_forward(expected.data(), x.data(), 0.3f, 1234, offset, n);
-    const std::vector<float> got = download(be, out.get(), n);
-    size_t dropped = 0;
-    for (size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(got[i] == 0.0f, expected[i] == 0.0f) << "element " << i << " offset " << offset;
-      dropped += expected[i] == 0.0f;
+    for (float scale : {1.0f, 0.5f}) {
+      auto d_x = upload<Act>(be, x);
+      cuda_test::DeviceArray<Act> out(be, n);
+      be.residual_dropout_backward(out.get(), d_x->get(), scale, 0.3f, 1234, offset, n);
+      std::vector<float> expected(n);
+      cpu().residual_dropout_backward(expected.data(), x.data(), scale, 0.3f, 1234, offset, n);
+      const std::vector<float> got = download(be, out.get(), n);
+      size_t dropped = 0;
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i] == 0.0f, expected[i] == 0.0f) << "element " << i << " offset " << offset;
+        dropped += expected[i] == 0.0f;
+      }
+      EXPECT_NEAR(double(dropped) / n, 0.3, 0.02);
+      expect_close(got, expected, kActRtol<Act>, kActAtol<Act>, "dropout values");
+      // In place: the same values.
+      be.residual_dropout_backward(d_x->get(), d_x->get(), scale, 0.3f, 1234, offset, n);
+      EXPECT_EQ(download(be, d_x->get(), n), got);
     }
-    EXPECT_NEAR(double(dropped) / n, 0.3, 0.02);
-    expect_close(got, expected, kActRtol<Act>, kActAtol<Act>, "dropout values");
-
-    // In place, and backward (the same map on the gradient).
-    be.dropout_backward(d_x->get(), d_x->get(), 0.3f, 1234, offset, n);
-    EXPECT_EQ(download(be, d_x->get(), n), got);
   }
   auto d_x = upload<Act>(be, x);
   cuda_test::DeviceArray<Act> out(be, n);
-  be.dropout_forward(out.get(), d_x->get(), 0.0f, 1, 0, n);
+  be.residual_dropout_backward(out.get(), d_x->get(), 1.0f, 0.0f, 1, 0, n);
   EXPECT_EQ(download(be, out.get(), n), x);
-  be.dropout_forward(out.get(), d_x->get(), 1.0f, 1, 0, n);
+  be.residual_dropout_backward(out.get(), d_x->get(), 1.0f, 1.0f, 1, 0, n);
   EXPECT_EQ(download(be, out.get(), n), std::vector<float>(n, 0.0f));
+  EXPECT_THROW(be.residual_dropout_backward(out.get(), d_x->get(), 1.0f, 1.5f, 1, 0, n), Error);
 }
 
 // Fused attention against the CPU backend's for the head sizes of the presets
