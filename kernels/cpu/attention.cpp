@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -126,28 +127,33 @@ void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths,
                            int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
-  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-    const int b = int(bh / H), h = int(bh % H), L = lengths[b];
-    T* lse_row = lse + bh * T_;
-    if (L == 0) {
-      for (int t = 0; t < T_; ++t) {
-        std::fill_n(out + ((int64_t(b) * T_ + t) * H + h) * Dh, Dh, T(0));
-        lse_row[t] = -std::numeric_limits<T>::infinity();
+#pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  {
+    // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
+    const size_t head = size_t(T_) * Dh;
+    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), o(new T[head]);
+    std::unique_ptr<T[]> p(new T[size_t(T_) * T_]);
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      T* lse_row = lse + bh * T_;
+      if (L == 0) {
+        for (int t = 0; t < T_; ++t) {
+          std::fill_n(out + ((int64_t(b) * T_ + t) * H + h) * Dh, Dh, T(0));
+          lse_row[t] = -std::numeric_limits<T>::infinity();
+        }
+        continue;
       }
-      continue;
-    }
-    std::vector<T> q(size_t(T_) * Dh), k(size_t(L) * Dh), v(size_t(L) * Dh);
-    std::vector<T> p(size_t(T_) * L), o(size_t(T_) * Dh);
-    gather_head(q.data(), qkv, table, b, h, 0, T_, T_, H, Dh);
-    gather_head(k.data(), qkv, table, b, h, 1, L, T_, H, Dh);
-    gather_head(v.data(), qkv, table, b, h, 2, L, T_, H, Dh);
-    blas_gemm<T>(false, true, T_, L, Dh, scale, q.data(), Dh, k.data(), Dh, T(0), p.data(), L);
-    for (int t = 0; t < T_; ++t) softmax_row(p.data() + int64_t(t) * L, L, &lse_row[t]);
-    blas_gemm<T>(false, false, T_, Dh, L, T(1), p.data(), L, v.data(), Dh, T(0), o.data(), Dh);
-    for (int t = 0; t < T_; ++t) {
-      std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.data() + int64_t(t) * Dh,
-                  sizeof(T) * Dh);
+      gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
+      gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
+      gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
+      blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
+      for (int t = 0; t < T_; ++t) softmax_row(p.get() + int64_t(t) * L, L, &lse_row[t]);
+      blas_gemm<T>(false, false, T_, Dh, L, T(1), p.get(), L, v.get(), Dh, T(0), o.get(), Dh);
+      for (int t = 0; t < T_; ++t) {
+        std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.get() + int64_t(t) * Dh,
+                    sizeof(T) * Dh);
+      }
     }
   }
 }
@@ -157,44 +163,48 @@ void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, 
                             const int32_t* lengths, int B, int T_, int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(dynamic) if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
-  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-    const int b = int(bh / H), h = int(bh % H), L = lengths[b];
-    const T* lse_row = lse + bh * T_;
-    std::vector<T> q(size_t(T_) * Dh), k(size_t(L) * Dh), v(size_t(L) * Dh);
-    std::vector<T> d_out(size_t(T_) * Dh), o(size_t(T_) * Dh), dq(size_t(T_) * Dh, T(0));
-    std::vector<T> dk(size_t(L) * Dh), dv(size_t(L) * Dh);
-    if (L > 0) {
-      std::vector<T> p(size_t(T_) * L), ds(size_t(T_) * L), row_dot(static_cast<size_t>(T_));
-      gather_head(q.data(), qkv, table, b, h, 0, T_, T_, H, Dh);
-      gather_head(k.data(), qkv, table, b, h, 1, L, T_, H, Dh);
-      gather_head(v.data(), qkv, table, b, h, 2, L, T_, H, Dh);
-      gather_rows(d_out.data(), dout, b, h, T_, H, Dh);
-      gather_rows(o.data(), out, b, h, T_, H, Dh);
-      blas_gemm<T>(false, true, T_, L, Dh, scale, q.data(), Dh, k.data(), Dh, T(0), p.data(), L);
-      for (int t = 0; t < T_; ++t) {
-        T dot = T(0);
-        for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
-        row_dot[size_t(t)] = dot;
-        probabilities_row(p.data() + size_t(t) * L, L, lse_row[t]);
-      }
-      // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
-      blas_gemm<T>(true, false, L, Dh, T_, T(1), p.data(), L, d_out.data(), Dh, T(0), dv.data(),
-                   Dh);
-      blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.data(), Dh, v.data(), Dh, T(0), ds.data(),
-                   L);
-      for (int t = 0; t < T_; ++t) {
-        for (int s = 0; s < L; ++s) {
-          const size_t at = size_t(t) * L + s;
-          ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
+#pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  {
+    // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
+    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * T_;
+    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), d_out(new T[head]);
+    std::unique_ptr<T[]> o(new T[head]), dq(new T[head]), dk(new T[head]), dv(new T[head]);
+    std::unique_ptr<T[]> p(new T[scores]), ds(new T[scores]), row_dot(new T[size_t(T_)]);
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      const T* lse_row = lse + bh * T_;
+      if (L == 0) {
+        std::fill_n(dq.get(), head, T(0));
+      } else {
+        gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
+        gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
+        gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
+        gather_rows(d_out.get(), dout, b, h, T_, H, Dh);
+        gather_rows(o.get(), out, b, h, T_, H, Dh);
+        blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
+        for (int t = 0; t < T_; ++t) {
+          T dot = T(0);
+          for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
+          row_dot[size_t(t)] = dot;
+          probabilities_row(p.get() + size_t(t) * L, L, lse_row[t]);
         }
+        // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
+        blas_gemm<T>(true, false, L, Dh, T_, T(1), p.get(), L, d_out.get(), Dh, T(0), dv.get(), Dh);
+        blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.get(), Dh, v.get(), Dh, T(0), ds.get(), L);
+        for (int t = 0; t < T_; ++t) {
+          for (int s = 0; s < L; ++s) {
+            const size_t at = size_t(t) * L + s;
+            ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
+          }
+        }
+        blas_gemm<T>(false, false, T_, Dh, L, scale, ds.get(), L, k.get(), Dh, T(0), dq.get(), Dh);
+        blas_gemm<T>(true, false, L, Dh, T_, scale, ds.get(), L, q.get(), Dh, T(0), dk.get(), Dh);
       }
-      blas_gemm<T>(false, false, T_, Dh, L, scale, ds.data(), L, k.data(), Dh, T(0), dq.data(), Dh);
-      blas_gemm<T>(true, false, L, Dh, T_, scale, ds.data(), L, q.data(), Dh, T(0), dk.data(), Dh);
+      scatter_head(dqkv, dq.get(), table, b, h, 0, T_, T_, H, Dh);
+      scatter_head(dqkv, dk.get(), table, b, h, 1, L, T_, H, Dh);
+      scatter_head(dqkv, dv.get(), table, b, h, 2, L, T_, H, Dh);
     }
-    scatter_head(dqkv, dq.data(), table, b, h, 0, T_, T_, H, Dh);
-    scatter_head(dqkv, dk.data(), table, b, h, 1, L, T_, H, Dh);
-    scatter_head(dqkv, dv.data(), table, b, h, 2, L, T_, H, Dh);
   }
 }
 
