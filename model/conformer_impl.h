@@ -1,6 +1,6 @@
 // Definitions of Conformer (model/conformer.h), included by the translation
 // units that instantiate it for their <Act, Acc> (model/conformer.cpp for the
-// CPU types; the CUDA library for <__half, float>).
+// CPU types; the CUDA library for <__half, float> and <__nv_bfloat16, float>).
 #pragma once
 
 #include <algorithm>
@@ -47,8 +47,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
   const size_t max_rows = shapes.rows();
   blocks_.reserve(size_t(config.n_layers));
   for (int i = 0; i < config.n_layers; ++i) {
-    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_rows,
-                         shapes.score_rows());
+    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_rows);
   }
   head_ = Linear<Act, Acc>(params_, "ctc_head", d, config.vocab_size);
   MPIASR_CHECK(params_.num_parameters() == count_parameters(config),
@@ -56,8 +55,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
                              << count_parameters(config));
 
   const int wide_cols = std::max({config.ff_mult * d, 3 * d, 2 * d});
-  workspace_.reserve(arena_, max_rows, d, wide_cols,
-                     SelfAttention<Act, Acc>::score_elements(shapes.score_rows(), config.n_heads));
+  workspace_.reserve(arena_, max_rows, d, wide_cols);
   logits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   dlogits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   logprobs_ = arena_.template reserve<Acc>(max_rows * config.vocab_size);

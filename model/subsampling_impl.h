@@ -37,7 +37,7 @@ const Act* ConvSubsampling<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const
                                               int input_frames) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int B = ctx.batch, T = input_frames, C = channels_;
-  const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames, F2 = (F1 - 1) / 2;
+  const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames;
   const size_t n_input = size_t(B) * T * n_mels_;
   float* staging = ctx.arena.get(staging_);
   Act* input = ctx.arena.get(input_);
@@ -48,11 +48,9 @@ const Act* ConvSubsampling<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const
   be.to_device(staging, features, n_input * sizeof(float));
   be.cast_f32_to_act(input, staging, n_input);
   be.conv2d_forward(a1, input, ctx.params.weight(conv0_weight_), ctx.params.weight(conv0_bias_), B,
-                    1, T, n_mels_, C);
-  be.relu_forward(a1, a1, size_t(B) * T1 * F1 * C);
+                    1, T, n_mels_, C, true);
   be.conv2d_forward(a2, a1, ctx.params.weight(conv2_weight_), ctx.params.weight(conv2_bias_), B, C,
-                    T1, F1, C);
-  be.relu_forward(a2, a2, size_t(B) * T2 * F2 * C);
+                    T1, F1, C, true);
   out_.forward(ctx, output, a2, B * T2);
   be.mask_padding(output, ctx.lengths, B, T2, d_model_);
   return output;

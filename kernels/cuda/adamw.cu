@@ -1,6 +1,6 @@
 // Optimizer kernels over the flat fp32 buffers:
 //   adamw          one thread per element: adamw_update (kernels/adamw_math.h)
-//                  on w, m, v in float, then the half copy w_act = (half) w
+//                  on w, m, v in float, then the compute copy w_act = (T) w
 //   sum_squares    sum g^2 in double, in two stages with a fixed launch shape
 //                  (kReductionBlocks blocks of kThreads grid-striding, block
 //                  sums to partials, one block summing them), so the result
@@ -16,7 +16,8 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-__global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
+template <typename T>
+__global__ void adamw_kernel(float* w, T* w_act, const float* g, float* m, float* v, size_t n,
                              AdamWCoefficients<float> c) {
   MPIASR_GRID_STRIDE(i, n) {
     float wi = w[i], mi = m[i], vi = v[i];
@@ -24,7 +25,7 @@ __global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, 
     w[i] = wi;
     m[i] = mi;
     v[i] = vi;
-    if (w_act) w_act[i] = to_half(wi);
+    if (w_act) w_act[i] = from_float<T>(wi);
   }
 }
 
@@ -55,10 +56,12 @@ __global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
 
 using namespace cuda_kernels;
 
-void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
+template <typename T>
+void cuda_adamw_step(float* w, T* w_act, const float* g, float* m, float* v, size_t n,
                      const AdamWCoefficients<float>& coefficients, cudaStream_t stream) {
   if (n == 0) return;
-  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, coefficients);
+  MPIASR_LAUNCH(adamw_kernel<T>, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n,
+                coefficients);
 }
 
 void cuda_sum_squares(double* result, const float* g, size_t n, double* partials,
@@ -72,5 +75,10 @@ void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream
   if (n == 0) return;
   MPIASR_LAUNCH(has_nonfinite_kernel, grid_for(n), kThreads, 0, stream, flag, g, n);
 }
+
+template void cuda_adamw_step<__half>(float*, __half*, const float*, float*, float*, size_t,
+                                      const AdamWCoefficients<float>&, cudaStream_t);
+template void cuda_adamw_step<__nv_bfloat16>(float*, __nv_bfloat16*, const float*, float*, float*,
+                                             size_t, const AdamWCoefficients<float>&, cudaStream_t);
 
 }  // namespace mpiasr

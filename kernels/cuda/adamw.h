@@ -1,8 +1,8 @@
 // Launchers of the optimizer kernels (kernels/cuda/adamw.cu): fused AdamW on
-// fp32 masters with the fp16 copy, and the gradient checks before it.
+// fp32 masters with their compute copy (T = __half or __nv_bfloat16), and the
+// gradient checks before it.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -14,9 +14,10 @@ namespace mpiasr {
 // Blocks of the first reduction stage; partials hold this many doubles.
 constexpr int kReductionBlocks = 1024;
 
-// AdamW on w, m, v [n] from g [n] (kernels/adamw_math.h), then w_act = (half) w
+// AdamW on w, m, v [n] from g [n] (kernels/adamw_math.h), then w_act = (T) w
 // when w_act is not null.
-void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
+template <typename T>
+void cuda_adamw_step(float* w, T* w_act, const float* g, float* m, float* v, size_t n,
                      const AdamWCoefficients<float>& coefficients, cudaStream_t stream);
 
 // *result (device) = sum of g[i]^2 in double, reduced in a fixed order.

@@ -2,7 +2,6 @@
 // over the fp32 log-probs of kernels/cuda/log_softmax.h.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -37,9 +36,10 @@ struct CtcDeviceArgs {
 
 // losses [B] (device) = -log p(y_b | x_b), +inf when infeasible; dlogits
 // [B, T, V] (may be null) = grad_scale[b] (softmax - occupancy) at valid
-// frames, 0 elsewhere. max_target_length from ctc_layout.
-void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
-                   const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
-                   cudaStream_t stream);
+// frames, 0 elsewhere, in G = __half or __nv_bfloat16. max_target_length from
+// ctc_layout.
+template <typename G>
+void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcDeviceArgs& args,
+                   int B, int T, int V, int max_target_length, cudaStream_t stream);
 
 }  // namespace mpiasr

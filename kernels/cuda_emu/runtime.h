@@ -51,6 +51,7 @@ enum cudaDeviceAttr {
 typedef enum cudaDataType_t {
   CUDA_R_32F = 0,
   CUDA_R_16F = 2,
+  CUDA_R_16BF = 14,
 } cudaDataType;
 
 struct CUevent_st;

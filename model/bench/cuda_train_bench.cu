@@ -86,7 +86,7 @@ struct Setup {
 
 // What one run trains, made once a device is known to be there.
 struct TrainRun {
-  std::unique_ptr<CudaBackend> backend;
+  std::unique_ptr<CudaBackend<__half>> backend;
   std::unique_ptr<Conformer<__half, float>> model;
   std::unique_ptr<Optimizer<__half, float>> optimizer;
   LossScaler scaler;
@@ -141,7 +141,7 @@ int main(int argc, char** argv) {
           ->Unit(benchmark::kMillisecond);
   if (list_or_skip("cuda_train_bench", list_requested)) return 0;
 
-  run.backend = std::make_unique<CudaBackend>();
+  run.backend = std::make_unique<CudaBackend<__half>>();
   ConformerConfig config = conformer_preset(setup.preset);
   config.vocab_size = kVocab;
   run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, kBatch, kFrames, 1);
