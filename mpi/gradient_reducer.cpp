@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
@@ -13,8 +14,13 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
     : ctx_(ctx),
       grads_(grads),
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
-            "GradientReducer") {
+            "GradientReducer", options.shard ? size_t(ctx.world_size()) : 1) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
+  if (options.shard && options.hierarchical) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "the sharded optimizer (distributed.zero_stage = 1) reduce-scatters over the "
+                "world; it does not work with distributed.hierarchical = true");
+  }
   buckets_.resize(plan_.num_buckets());
   requests_.assign(buckets_.size(), MPI_REQUEST_NULL);
   completed_.assign(buckets_.size(), 0);
@@ -31,7 +37,7 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
     stages_.push_back(Stage::kNodeBroadcast);
   } else {
     stage_comms_.push_back(Communicator::duplicate(ctx.world_comm()));
-    stages_.push_back(Stage::kWorldAllreduce);
+    stages_.push_back(options.shard ? Stage::kWorldReduceScatter : Stage::kWorldAllreduce);
   }
   posted_.assign(stages_.size(), 0);
 }
@@ -58,6 +64,10 @@ void GradientReducer::post(size_t b, size_t stage) {
     case Stage::kLeadersAllreduce:
       MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, comm, request));
       break;
+    case Stage::kWorldReduceScatter:
+      MPI_CHECK(MPI_Ireduce_scatter_block(MPI_IN_PLACE, data, n / ctx_.world_size(), MPI_FLOAT,
+                                          MPI_SUM, comm, request));
+      break;
     case Stage::kNodeReduce:
       if (ctx_.is_node_leader()) {
         MPI_CHECK(MPI_Ireduce(MPI_IN_PLACE, data, n, MPI_FLOAT, MPI_SUM, 0, comm, request));
@@ -70,6 +80,15 @@ void GradientReducer::post(size_t b, size_t stage) {
       break;
   }
   buckets_[b].in_flight = true;
+}
+
+void GradientReducer::complete(size_t b, size_t stage) {
+  if (stages_[stage] != Stage::kWorldReduceScatter) return;
+  const BucketPlan::ShardPiece piece = plan_.shard_piece(b, size_t(ctx_.world_rank()));
+  const size_t begin = plan_.bucket_range(b).first;
+  if (piece.offset != begin) {
+    std::memmove(grads_ + piece.offset, grads_ + begin, piece.count * sizeof(float));
+  }
 }
 
 bool GradientReducer::progress() {
@@ -95,8 +114,10 @@ bool GradientReducer::progress() {
                            MPI_STATUSES_IGNORE));
     if (done == MPI_UNDEFINED) done = 0;
     for (int i = 0; i < done; ++i) {
-      Bucket& bucket = buckets_[size_t(completed_[size_t(i)])];
+      const size_t b = size_t(completed_[size_t(i)]);
+      Bucket& bucket = buckets_[b];
       bucket.in_flight = false;
+      complete(b, size_t(bucket.stages_done));
       ++bucket.stages_done;
       changed = true;
     }
@@ -114,6 +135,18 @@ void GradientReducer::finish() {
       ctx_, [this] { return progress(); }, "gradient all-reduce");
   last_wait_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void GradientReducer::gather_parameters(float* params) {
+  MPIASR_CHECK(stages_.front() == Stage::kWorldReduceScatter,
+               "GradientReducer::gather_parameters without shard = true");
+  MPI_Comm comm = stage_comms_.front().get();
+  for (size_t b = 0; b < plan_.num_buckets(); ++b) {
+    const auto [begin, count] = plan_.bucket_range(b);
+    MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params + begin,
+                             int(count / plan_.shards()), MPI_FLOAT, comm, &requests_[b]));
+  }
+  wait_or_abort(ctx_, requests_, "parameter all-gather");
 }
 
 }  // namespace mpiasr::mpi

@@ -15,7 +15,15 @@
 //   hierarchical  MPI_Ireduce(SUM) to local rank 0 on the node, then
 //                 MPI_Iallreduce(SUM) among node leaders, then MPI_Ibcast from
 //                 local rank 0 on the node (a second node communicator, so
-//                 reduces and broadcasts keep one order per communicator).
+//                 reduces and broadcasts keep one order per communicator)
+//   sharded       (ZeRO-1) MPI_Ireduce_scatter_block(SUM) over the world:
+//                 only this rank's piece of the bucket (the plan's shards,
+//                 one per world rank) holds the sum afterwards; the other
+//                 pieces hold partial sums nobody reads. The in-place result
+//                 lands at the bucket's start and is moved to the piece.
+// gather_parameters(params) then all-gathers a buffer laid out like the
+// gradients (the masters after the sharded optimizer step), each rank
+// contributing its pieces: MPI_Iallgather in place, bucket by bucket.
 #pragma once
 
 #include <mpi.h>
@@ -41,6 +49,9 @@ struct ReducerOptions {
   // a ParameterStore buffer, whose tensors are padded to that alignment, so
   // the padding after a layer counts as ready with the layer.
   size_t range_alignment = 1;
+  // Reduce-scatter instead of all-reduce, for the sharded optimizer (ZeRO-1);
+  // the buffer must be whole pieces (see BucketPlan). Not with hierarchical.
+  bool shard = false;
 };
 
 class GradientReducer {
@@ -54,7 +65,10 @@ class GradientReducer {
   void begin_step();
   void on_grads_ready(size_t offset, size_t count);
   void finish();
+  // Sharded only: every rank's pieces of `params` [count] to every rank.
+  void gather_parameters(float* params);
 
+  const BucketPlan& plan() const { return plan_; }
   // Seconds the last finish() blocked: the communication backward did not hide.
   double last_wait_seconds() const { return last_wait_seconds_; }
   // Buckets whose reduction started before the last finish() was called.
@@ -68,9 +82,17 @@ class GradientReducer {
     int stages_done = 0;     // stages completed this step
     bool in_flight = false;  // a stage is posted and not yet complete
   };
-  enum class Stage { kWorldAllreduce, kNodeReduce, kLeadersAllreduce, kNodeBroadcast };
+  enum class Stage {
+    kWorldAllreduce,
+    kWorldReduceScatter,
+    kNodeReduce,
+    kLeadersAllreduce,
+    kNodeBroadcast
+  };
 
   void post(size_t bucket, size_t stage);
+  // After bucket b's stage: moves a reduce-scatter's result to this rank's piece.
+  void complete(size_t bucket, size_t stage);
   // Tests in-flight buckets and posts every stage that can start; returns
   // true when all buckets have completed every stage.
   bool progress();

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Multi-rank runs of the tests/mpi executables under plain mpirun on this
-# machine (one node): 4 ranks (and 2 for the gradient reducer), then the
+# machine (one node): 4 ranks (and 2 and 3 for the gradient reducer), then the
 # failure scenarios of failure_test: a rank that skips a collective makes
 # every rank exit with code 5 within the timeout plus a margin, with a message
 # naming rank, step and operation; a rank killed by SIGKILL ends the job fast.
@@ -15,6 +15,7 @@ for test in "${mpi_tests[@]}"; do
   MPIASR_TEST_NODES=1 MPIASR_TEST_HOSTS=1 run_ok mpirun -np 4 --oversubscribe "$build_dir/$test" --gtest_brief=1
 done
 run_ok mpirun -np 2 "$build_dir/gradient_reducer_test" --gtest_brief=1
+run_ok mpirun -np 3 --oversubscribe "$build_dir/gradient_reducer_test" --gtest_brief=1
 run_ok mpirun -np 3 --oversubscribe "$build_dir/checkpoint_writers_test" --gtest_brief=1
 
 launch=(mpirun -np 4 --oversubscribe)
