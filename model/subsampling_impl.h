@@ -23,7 +23,6 @@ ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
   const size_t B = size_t(max_batch), T = size_t(max_input_frames);
   const size_t T1 = size_t((max_input_frames - 1) / 2), F1 = size_t((n_mels - 1) / 2);
   const size_t T2 = size_t(subsampled_frames(max_input_frames)), F2 = subsampled_bins(n_mels);
-  staging_ = arena.template reserve<float>(B * T * n_mels);
   input_ = arena.template reserve<Act>(B * T * n_mels);
   a1_ = arena.template reserve<Act>(B * T1 * F1 * C);
   a2_ = arena.template reserve<Act>(B * T2 * F2 * C);
@@ -39,14 +38,12 @@ const Act* ConvSubsampling<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const
   const int B = ctx.batch, T = input_frames, C = channels_;
   const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames, F2 = (F1 - 1) / 2;
   const size_t n_input = size_t(B) * T * n_mels_;
-  float* staging = ctx.arena.get(staging_);
   Act* input = ctx.arena.get(input_);
   Act* a1 = ctx.arena.get(a1_);
   Act* a2 = ctx.arena.get(a2_);
   Act* output = ctx.arena.get(output_);
 
-  be.to_device(staging, features, n_input * sizeof(float));
-  be.cast_f32_to_act(input, staging, n_input);
+  be.cast_f32_to_act(input, be.upload_input(features, n_input), n_input);
   be.conv2d_forward(a1, input, ctx.params.weight(conv0_weight_), ctx.params.weight(conv0_bias_), B,
                     1, T, n_mels_, C);
   be.relu_forward(a1, a1, size_t(B) * T1 * F1 * C);

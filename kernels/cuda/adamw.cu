@@ -1,10 +1,15 @@
 // Optimizer kernels over the flat fp32 buffers:
 //   adamw          one thread per element: adamw_update (kernels/adamw_math.h)
-//                  on w, m, v in float, then the half copy w_act = (half) w
-//   sum_squares    sum g^2 in double, in two stages with a fixed launch shape
-//                  (kReductionBlocks blocks of kThreads grid-striding, block
-//                  sums to partials, one block summing them), so the result
-//                  does not depend on the device or on timing
+//                  on w, m, v in float with the coefficients of the decided
+//                  step (read from the device StepControl; every thread
+//                  returns at once when the step was skipped), then the half
+//                  copy w_act = (half) w
+//   decide_step    one thread: kernels/step_control.h on the StepControl
+//   sum_squares    sum g^2 in double added to a device double, in two stages
+//                  with a fixed launch shape (kReductionBlocks blocks of
+//                  kThreads grid-striding, block sums to partials, one block
+//                  summing them), so the result does not depend on the device
+//                  or on timing
 //   has_nonfinite  a device flag set by any thread that sees NaN or inf
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cuda_check.h"
@@ -17,7 +22,9 @@ namespace cuda_kernels {
 namespace {
 
 __global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             AdamWCoefficients<float> c) {
+                             AdamWHyper hyper, float weight_decay, const StepControl* control) {
+  if (!control->apply) return;
+  const AdamWCoefficients<float> c = adamw_coefficients<float>(*control, hyper, weight_decay);
   MPIASR_GRID_STRIDE(i, n) {
     float wi = w[i], mi = m[i], vi = v[i];
     adamw_update(wi, mi, vi, g[i], c);
@@ -36,12 +43,16 @@ __global__ void sum_squares_partials_kernel(double* partials, const float* g, si
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-__global__ void sum_partials_kernel(double* result, const double* partials, int count) {
+__global__ void add_partials_kernel(double* result, const double* partials, int count) {
   MPIASR_SHARED(double[kWarp], reduce);
   double sum = 0.0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
   sum = block_sum(sum, reduce);
-  if (threadIdx.x == 0) *result = sum;
+  if (threadIdx.x == 0) *result += sum;
+}
+
+__global__ void decide_step_kernel(StepControl* control, StepRule rule) {
+  decide_step(*control, rule);
 }
 
 __global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
@@ -56,15 +67,22 @@ __global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
 using namespace cuda_kernels;
 
 void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                     const AdamWCoefficients<float>& coefficients, cudaStream_t stream) {
+                     const AdamWHyper& hyper, float weight_decay, const StepControl* control,
+                     cudaStream_t stream) {
   if (n == 0) return;
-  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, coefficients);
+  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, hyper,
+                weight_decay, control);
 }
 
-void cuda_sum_squares(double* result, const float* g, size_t n, double* partials,
-                      cudaStream_t stream) {
+void cuda_decide_step(StepControl* control, const StepRule& rule, cudaStream_t stream) {
+  MPIASR_LAUNCH(decide_step_kernel, 1, 1, 0, stream, control, rule);
+}
+
+void cuda_add_sum_squares(double* sum, const float* g, size_t n, double* partials,
+                          cudaStream_t stream) {
+  if (n == 0) return;
   MPIASR_LAUNCH(sum_squares_partials_kernel, kReductionBlocks, kThreads, 0, stream, partials, g, n);
-  MPIASR_LAUNCH(sum_partials_kernel, 1, kThreads, 0, stream, result, partials, kReductionBlocks);
+  MPIASR_LAUNCH(add_partials_kernel, 1, kThreads, 0, stream, sum, partials, kReductionBlocks);
 }
 
 void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream) {

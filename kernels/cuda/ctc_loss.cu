@@ -17,8 +17,11 @@
 //      the chain of its repeats in the target (next[i]: the next j > i with
 //      y_j = y_i); all k first get scale exp(lp_t(k)), then after a barrier the
 //      blank and the target's labels are overwritten with the difference.
+//      scale = grad_scale[b] * loss_scale (the dynamic loss scale, read on
+//      the device).
 // Shared memory: targets, next and first-occurrence flags (int [L] each),
-// gamma [S] and label sums [L] (double).
+// gamma [S] and label sums [L] (double). A second, one-thread kernel adds the
+// kept utterances' losses to the step's loss sum, in utterance order.
 #include <algorithm>
 #include <cmath>
 
@@ -50,7 +53,9 @@ __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprob
   MPIASR_SHARED(double[kWarp], reduce);
   const int b = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
   const int L = args.target_lengths[b], frames = args.input_lengths[b], S = 2 * L + 1;
-  const double scale = args.grad_scale ? args.grad_scale[b] : 0.0;
+  const double scale = args.grad_scale
+                           ? args.grad_scale[b] * (args.loss_scale ? double(*args.loss_scale) : 1.0)
+                           : 0.0;
   const float* lp = logprobs + size_t(b) * T_pad * V;
   __half* grad = dlogits ? dlogits + size_t(b) * T_pad * V : nullptr;
 
@@ -156,6 +161,16 @@ __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprob
   }
 }
 
+// One thread: the losses of the kept utterances added in order.
+__global__ void sum_losses_kernel(double* loss_sum, const double* losses, const double* grad_scale,
+                                  int B) {
+  double sum = *loss_sum;
+  for (int b = 0; b < B; ++b) {
+    if (!grad_scale || grad_scale[b] != 0.0) sum += losses[b];
+  }
+  *loss_sum = sum;
+}
+
 }  // namespace
 }  // namespace cuda_kernels
 
@@ -186,7 +201,7 @@ int cuda_ctc_max_target_length() {
 
 void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
                    const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
-                   cudaStream_t stream) {
+                   double* loss_sum, cudaStream_t stream) {
   if (B <= 0) return;
   MPIASR_CHECK(!dlogits || args.grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (max_target_length > cuda_ctc_max_target_length()) {
@@ -199,6 +214,9 @@ void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
   const size_t shared = ctc_shared_bytes(max_target_length);
   MPIASR_LAUNCH(ctc_kernel, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
                 args, T, V);
+  if (loss_sum) {
+    MPIASR_LAUNCH(sum_losses_kernel, 1, 1, 0, stream, loss_sum, losses, args.grad_scale, B);
+  }
 }
 
 }  // namespace mpiasr

@@ -77,6 +77,7 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
 
 CudaBackend::~CudaBackend() {
   // Queued work may still read arena memory; let it finish before the arena goes.
+  (void)cudaStreamSynchronize(copy_stream_.get());
   (void)cudaStreamSynchronize(stream_.get());
 }
 
@@ -112,9 +113,7 @@ const int32_t* CudaBackend::device_lengths(const int32_t* lengths, int B, int T)
   if (uploaded_lengths_.size() != size_t(B) ||
       !std::equal(lengths, lengths + B, uploaded_lengths_.begin())) {
     uploaded_lengths_.assign(lengths, lengths + B);
-    // From pageable host memory: staged before the call returns.
-    CUDA_CHECK(cudaMemcpyAsync(device, uploaded_lengths_.data(), sizeof(int32_t) * size_t(B),
-                               cudaMemcpyHostToDevice, stream_.get()));
+    staging_.copy_to_device(device, lengths, sizeof(int32_t) * size_t(B), stream_.get());
   }
   return device;
 }
@@ -146,15 +145,41 @@ void CudaBackend::release(void* ptr) {
 
 void CudaBackend::to_device(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
-  CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
-  // The caller may reuse host_src at once, pinned or not.
-  stream_.synchronize();
+  staging_.copy_to_device(dst, host_src, bytes, stream_.get());
 }
 
 void CudaBackend::to_host(void* host_dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   stream_.synchronize();
+}
+
+const float* CudaBackend::upload_input(const float* host_src, size_t n) {
+  const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+  // The other slot was handed out last time and its reader is queued now:
+  // the copy that reuses it waits for this point of the compute stream.
+  input_slots_[size_t(input_slot_)].consumed.record(stream_.get());
+  input_slot_ ^= 1;
+  InputSlot& slot = input_slots_[size_t(input_slot_)];
+  if (slot.pinned.bytes() < bytes) {
+    // Growing (at least doubling) happens on the first batches of new
+    // shapes; both streams are drained so no queued copy or kernel still
+    // uses the memory given back.
+    const size_t grown = std::max(bytes, 2 * slot.pinned.bytes());
+    copy_stream_.synchronize();
+    stream_.synchronize();
+    slot.pinned = PinnedBuffer(grown);
+    arena_->release(slot.device);
+    slot.device = arena_->allocate(grown);
+  }
+  slot.copied.wait();  // the copy two calls ago read the pinned memory; done by now
+  std::memcpy(slot.pinned.data(), host_src, n * sizeof(float));
+  slot.consumed.wait_on(copy_stream_.get());
+  CUDA_CHECK(cudaMemcpyAsync(slot.device, slot.pinned.data(), n * sizeof(float),
+                             cudaMemcpyHostToDevice, copy_stream_.get()));
+  slot.copied.record(copy_stream_.get());
+  slot.copied.wait_on(stream_.get());
+  return static_cast<const float*>(slot.device);
 }
 
 void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
@@ -362,8 +387,8 @@ void CudaBackend::log_softmax_forward(float* logprobs, const __half* logits, int
 
 void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprobs,
                            const int32_t* targets, const int32_t* target_lengths,
-                           const int32_t* input_lengths, const double* grad_scale, int B, int T,
-                           int V) {
+                           const int32_t* input_lengths, const double* grad_scale,
+                           const float* loss_scale, double* loss_sum, int B, int T, int V) {
   check_ctc_arguments(targets, target_lengths, input_lengths, B, T, V);
   MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (B == 0) return;
@@ -379,9 +404,7 @@ void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprob
   const size_t at_grad_scale = grad_scale ? pack.add(grad_scale, size_t(B)) : 0;
   const size_t at_scratch_offsets = pack.add(layout.scratch_offsets.data(), size_t(B));
   unsigned char* arguments = scratch_of<unsigned char>(kCtcArguments, pack.size());
-  // From pageable host memory: staged before the call returns.
-  CUDA_CHECK(
-      cudaMemcpyAsync(arguments, pack.data(), pack.size(), cudaMemcpyHostToDevice, stream_.get()));
+  staging_.copy_to_device(arguments, pack.data(), pack.size(), stream_.get());
 
   CtcDeviceArgs args;
   args.targets = reinterpret_cast<const int32_t*>(arguments + at_targets);
@@ -391,21 +414,17 @@ void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprob
   args.grad_scale =
       grad_scale ? reinterpret_cast<const double*>(arguments + at_grad_scale) : nullptr;
   args.scratch_offsets = reinterpret_cast<const int64_t*>(arguments + at_scratch_offsets);
+  args.loss_scale = loss_scale;
   args.scratch = scratch_of<double>(kCtcWork, std::max<size_t>(layout.scratch_doubles, 1));
-  double* device_losses = scratch_of<double>(kResults, size_t(B));
-  cuda_ctc_loss(device_losses, dlogits, logprobs, args, B, T, V, layout.max_target_length,
+  cuda_ctc_loss(losses, dlogits, logprobs, args, B, T, V, layout.max_target_length, loss_sum,
                 stream_.get());
-  to_host(losses, device_losses, sizeof(double) * size_t(B));
 }
 
 // ---- optimizer --------------------------------------------------------------
 
-double CudaBackend::sum_squares(const float* g, size_t n) {
-  double* results = scratch_of<double>(kResults, 1 + size_t(kReductionBlocks));
-  cuda_sum_squares(results, g, n, results + 1, stream_.get());
-  double sum = 0.0;
-  to_host(&sum, results, sizeof(double));
-  return sum;
+void CudaBackend::add_sum_squares(double* sum, const float* g, size_t n) {
+  cuda_add_sum_squares(sum, g, n, scratch_of<double>(kPartials, size_t(kReductionBlocks)),
+                       stream_.get());
 }
 
 bool CudaBackend::has_nonfinite(const float* g, size_t n) {
@@ -416,13 +435,14 @@ bool CudaBackend::has_nonfinite(const float* g, size_t n) {
   return found != 0;
 }
 
+void CudaBackend::decide_step(StepControl* control, const StepRule& rule) {
+  cuda_decide_step(control, rule, stream_.get());
+}
+
 void CudaBackend::adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             float lr, float beta1, float beta2, float eps, float weight_decay,
-                             int step, float grad_scale) {
-  MPIASR_CHECK(step >= 1, "adamw_step: step " << step << " (steps count from 1)");
-  const AdamWCoefficients<float> coefficients =
-      adamw_coefficients<float>(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
-  cuda_adamw_step(w, w_act, g, m, v, n, coefficients, stream_.get());
+                             const AdamWHyper& hyper, float weight_decay,
+                             const StepControl* control) {
+  cuda_adamw_step(w, w_act, g, m, v, n, hyper, weight_decay, control, stream_.get());
 }
 
 }  // namespace mpiasr
