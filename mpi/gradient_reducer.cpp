@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "mpi/collectives.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 
@@ -135,6 +136,10 @@ void GradientReducer::finish() {
       ctx_, [this] { return progress(); }, "gradient all-reduce");
   last_wait_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void GradientReducer::sum_over_ranks(double* value) {
+  *value = allreduce_sum(ctx_, *value, "gradient norm all-reduce");
 }
 
 void GradientReducer::gather_parameters(float* params) {

@@ -65,6 +65,8 @@ class GradientReducer {
   void begin_step();
   void on_grads_ready(size_t offset, size_t count);
   void finish();
+  // Sharded only: *value (host) becomes its sum over the ranks.
+  void sum_over_ranks(double* value);
   // Sharded only: every rank's pieces of `params` [count] to every rank.
   void gather_parameters(float* params);
 

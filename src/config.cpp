@@ -315,6 +315,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(distributed, first_bucket_mb),
       MPIASR_KEY(distributed, hierarchical),
       MPIASR_KEY(distributed, timeout_s),
+      MPIASR_KEY(distributed, zero_stage),
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
   };
@@ -629,6 +630,8 @@ void check_config(const Config& c) {
           c.distributed.first_bucket_mb, "must be positive");
   require(c.distributed.timeout_s > 0, "distributed.timeout_s", c.distributed.timeout_s,
           "must be positive");
+  require(c.distributed.zero_stage == 0 || c.distributed.zero_stage == 1, "distributed.zero_stage",
+          c.distributed.zero_stage, "must be 0 or 1");
   require(!c.output.dir.empty(), "output.dir", "\"\"", "must not be empty");
 }
 

@@ -96,6 +96,9 @@ class Trainer {
   // Returns whether the validation CER improved on the best so far.
   bool validate();
   void save_checkpoint();
+  // The optimizer's state by name on the writer ranks (empty elsewhere);
+  // sharded, every rank's pieces are gathered to them (collective).
+  NamedTensors optimizer_state_for_writers();
   int64_t steps_in_epoch(int epoch) const {
     const int64_t batches = int64_t(sampler_->batches_per_epoch(epoch));
     return (batches + config_.training.accumulation - 1) / config_.training.accumulation;
@@ -131,6 +134,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<GradientSync> reducer_;
+  bool sharded_ = false;  // ZeRO-1: the optimizer owns this rank's pieces only
   std::unique_ptr<MetricsLog> metrics_;
   std::vector<Batch> micro_batches_;
 
@@ -210,8 +214,12 @@ void Trainer<Act, Acc>::build_model() {
   }
   for (const Utterance& utterance : valid_.utterances) durations.push_back(utterance.duration);
   const int max_frames = max_feature_frames(durations, train_features_->fbank);
+  sharded_ = config_.distributed.zero_stage == 1 && ctx_.world_size() > 1;
+  // Sharded, the buffers are cut into whole pieces of world size x alignment.
+  const size_t parameter_multiple =
+      sharded_ ? size_t(ctx_.world_size()) * kParameterAlignment : kParameterAlignment;
   model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, max_batch, max_frames,
-                                                 config_.training.seed);
+                                                 config_.training.seed, parameter_multiple);
   log_ << "model: " << describe_model(config_, model_config) << "\n"
        << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
        << " M parameters; planned for batches of up "
@@ -225,9 +233,18 @@ void Trainer<Act, Acc>::build_model() {
     reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
         ctx_, model_->params().grad(), model_->params().size(), reducer_options(config_));
   }
-  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(model_->params(), adamw_config(config_));
+  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(
+      model_->params(), adamw_config(config_),
+      sharded_ ? reducer_->shard_ranges(ctx_.world_rank()) : std::vector<OptimizerRange>{});
   scaler_ = std::make_unique<LossScaler>(loss_scaler_config(config_));
   optimizer_->set_state(0, scaler_->loss_scaler_state());
+  if (sharded_) {
+    log_ << "optimizer: ZeRO-1, AdamW state sharded over " << ctx_.world_size() << " ranks ("
+         << std::fixed << std::setprecision(2)
+         << 2.0 * double(optimizer_->state_elements()) * sizeof(Acc) / double(1 << 20)
+         << " MiB of moments per rank)\n"
+         << std::defaultfloat;
+  }
 
   // The schedule's length: every epoch's steps, capped by max_steps.
   int64_t total_steps = 0;
@@ -462,10 +479,16 @@ bool Trainer<Act, Acc>::train_step() {
   }
 
   // Norm, loss-scaler and clip decisions and AdamW, all where the gradients
-  // are (kernels/step_control.h).
+  // are (kernels/step_control.h); sharded, each rank updates its pieces and
+  // the weights are gathered.
   optimizer_->add_grad_sum_squares();
+  if (sharded_) reducer_->sum_over_ranks(&control->grad_sum_squares);
   optimizer_->decide(scaler_->rule());
   optimizer_->step();
+  if (sharded_) {
+    reducer_->gather_parameters(model_->params().master());
+    model_->params().refresh_compute();
+  }
 
   ++state_.step;
   ++interval_.steps;
@@ -594,16 +617,37 @@ bool Trainer<Act, Acc>::validate() {
 }
 
 template <typename Act, typename Acc>
+NamedTensors Trainer<Act, Acc>::optimizer_state_for_writers() {
+  if (!sharded_) return is_writer_ ? optimizer_->export_state() : NamedTensors{};
+  // DESIGN.md "Sharded optimizer state": gathered on save, so a checkpoint is
+  // the same whatever the sharding, and any world size resumes from it.
+  const size_t n = optimizer_->state_elements();
+  const std::vector<float> all =
+      mpi::gather_to_receivers(ctx_, optimizer_->moments_to_host(), is_writer_, "optimizer gather");
+  if (!is_writer_) return {};
+  const size_t size = model_->params().size();
+  std::vector<float> m(size, 0.0f), v(size, 0.0f);
+  for (int rank = 0; rank < ctx_.world_size(); ++rank) {
+    const float* moments = all.data() + size_t(rank) * 2 * n;
+    for (const OptimizerRange& range : reducer_->shard_ranges(rank)) {
+      std::copy_n(moments + range.state_offset, range.count, m.begin() + long(range.offset));
+      std::copy_n(moments + n + range.state_offset, range.count, v.begin() + long(range.offset));
+    }
+  }
+  return optimizer_->state_tensors(m, v);
+}
+
+template <typename Act, typename Acc>
 void Trainer<Act, Acc>::save_checkpoint() {
   const Clock::time_point begin = Clock::now();
   std::string dir, failure;
   state_.train_seconds = train_seconds();
+  const NamedTensors optimizer_state = optimizer_state_for_writers();
   if (is_writer_) {
     try {
-      const CheckpointFiles files =
-          make_checkpoint_files(model_->params().export_masters(), optimizer_->export_state(),
-                                state_, dump_config(config_), config_.tokenizer.model_path,
-                                config_.features.cmvn_path, model_->config());
+      const CheckpointFiles files = make_checkpoint_files(
+          model_->params().export_masters(), optimizer_state, state_, dump_config(config_),
+          config_.tokenizer.model_path, config_.features.cmvn_path, model_->config());
       const std::optional<int64_t> best =
           state_.best_step > 0 ? std::optional<int64_t>(state_.best_step) : std::nullopt;
       dir = write_checkpoint(config_.checkpoint.dir, state_.step, files,
