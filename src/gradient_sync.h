@@ -22,6 +22,7 @@
 #include "model/optimizer.h"
 #include "model/parameters.h"
 #include "mpi/gradient_reducer.h"
+#include "src/base/error.h"
 #include "src/config.h"
 
 namespace mpiasr {
@@ -40,7 +41,9 @@ class GradientSync {
   virtual void gather_parameters(float* params) = 0;
 };
 
-// A GradientSync over a reducer type with those three methods.
+// A GradientSync over a reducer type with those three methods, and the
+// sharded ones (plan, sum_over_ranks, gather_parameters) where it has them:
+// the NCCL reducer does not shard (the trainer refuses zero_stage 1 on CUDA).
 template <typename Reducer>
 class ReducerSync final : public GradientSync {
  public:
@@ -53,20 +56,43 @@ class ReducerSync final : public GradientSync {
   void finish() override { reducer_.finish(); }
   std::vector<OptimizerRange> shard_ranges(int rank) const override {
     std::vector<OptimizerRange> ranges;
-    for (const mpi::BucketPlan::ShardPiece& piece : reducer_.plan().shard_pieces(size_t(rank))) {
-      ranges.push_back({piece.offset, piece.count, piece.state_offset});
+    if constexpr (kShards) {
+      for (const mpi::BucketPlan::ShardPiece& piece : reducer_.plan().shard_pieces(size_t(rank))) {
+        ranges.push_back({piece.offset, piece.count, piece.state_offset});
+      }
+    } else {
+      not_sharded();
     }
     return ranges;
   }
-  void sum_over_ranks(double* value) override { reducer_.sum_over_ranks(value); }
-  void gather_parameters(float* params) override { reducer_.gather_parameters(params); }
+  void sum_over_ranks(double* value) override {
+    if constexpr (kShards) {
+      reducer_.sum_over_ranks(value);
+    } else {
+      not_sharded();
+    }
+  }
+  void gather_parameters(float* params) override {
+    if constexpr (kShards) {
+      reducer_.gather_parameters(params);
+    } else {
+      not_sharded();
+    }
+  }
 
  private:
+  static constexpr bool kShards = requires(Reducer & reducer, double* value, float* params) {
+    reducer.plan();
+    reducer.sum_over_ranks(value);
+    reducer.gather_parameters(params);
+  };
+  [[noreturn]] static void not_sharded() {
+    MPIASR_FAIL(ExitCode::kFailure, "this gradient all-reduce does not shard");
+  }
+
   Reducer reducer_;
 };
 
-// The MPI reducer's options from distributed.* (bucket sizes in MiB,
-// hierarchical), its ranges aligned to the parameter store's padding.
 // The MPI reducer's options from distributed.* (bucket sizes in MiB,
 // hierarchical, sharded for zero_stage 1), its ranges aligned to the
 // parameter store's padding.

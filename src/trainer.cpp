@@ -49,6 +49,11 @@ TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& 
                 "master weights; set precision.mode to fp16-mixed or auto, or training.device "
                 "to cpu");
   }
+  if (config.distributed.zero_stage == 1 && ctx.world_size() > 1) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "distributed.zero_stage = 1 on CUDA: the NCCL gradient all-reduce does not shard "
+                "the optimizer state; set distributed.zero_stage to 0, or training.device to cpu");
+  }
   config.training.device = DeviceType::kCuda;
   config.precision.mode = Precision::kFp16Mixed;
   const int device = mpi::select_cuda_device(ctx);
