@@ -165,15 +165,18 @@ class Backend {
   virtual bool has_nonfinite(const Acc* g, size_t n) = 0;
   // decide_step on *control (where the backend computes).
   virtual void decide_step(StepControl* control, const StepRule& rule) = 0;
-  // AdamW (decoupled weight decay, bias-corrected; kernels/adamw_math.h) on w,
-  // m, v [n] from g [n] with the coefficients of the step *control decided:
+  // AdamW (decoupled weight decay, bias-corrected; kernels/adamw_math.h) with
+  // the coefficients of the step *control decided, on every element of every
+  // segment (segments [segment_count] where the backend computes, by
+  // increasing state_offset; their moments lie in [0, state_elements) of m
+  // and v), in one pass (one kernel on CUDA):
   //   g' = g * grad_scale ; m = b1 m + (1-b1) g' ; v = b2 v + (1-b2) g'^2
   //   w -= lr * (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * w)
   // then the compute copy w_act = (Act) w (skipped when w_act is null).
   // Nothing changes when the control skipped the step.
-  virtual void adamw_step(Acc* w, Act* w_act, const Acc* g, Acc* m, Acc* v, size_t n,
-                          const AdamWHyper& hyper, float weight_decay,
-                          const StepControl* control) = 0;
+  virtual void adamw_step(Acc* w, Act* w_act, const Acc* g, Acc* m, Acc* v,
+                          const AdamWSegment* segments, int segment_count, size_t state_elements,
+                          const AdamWHyper& hyper, const StepControl* control) = 0;
 };
 
 }  // namespace mpiasr

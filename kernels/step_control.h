@@ -154,6 +154,14 @@ struct AdamWHyper {
   float eps = 1e-9f;
 };
 
+// One piece of AdamW's work (Backend::adamw_step): elements [offset, offset +
+// count) of the weights, gradients and compute copy, whose moments are
+// [state_offset, state_offset + count) of m and v, with its weight decay.
+struct AdamWSegment {
+  uint64_t offset = 0, count = 0, state_offset = 0;
+  float weight_decay = 0.0f;
+};
+
 // The coefficients of the step `c` decided, for tensors with `weight_decay`.
 template <typename R>
 MPIASR_HD AdamWCoefficients<R> adamw_coefficients(const StepControl& c, const AdamWHyper& hyper,

@@ -6,11 +6,13 @@
 //   w -= lr (m / (1 - b1^t) / (sqrt(v / (1 - b2^t)) + eps) + wd w)
 //
 // Weight decay applies to weights only (Linear and Conv weights), never to
-// biases or LayerNorm parameters. Tensors are updated in runs of consecutive
-// tensors with the same decay (the store's alignment gaps hold zeros in w, g,
-// m and v, so they stay zero). Clipping follows torch.nn.utils.clip_grad_norm_:
-// clip = min(1, max_norm / (norm + 1e-6)). The compute copy of the weights is
-// refreshed by the same backend call.
+// biases or LayerNorm parameters. The buffer is cut into runs of consecutive
+// tensors with the same decay that tile it, alignment gaps included (the gaps
+// hold zeros in w, g, m and v, so they stay zero); the runs, cut to this
+// optimizer's ranges, are the segments of ONE backend adamw_step call (one
+// kernel on CUDA), listed once in backend memory. Clipping follows
+// torch.nn.utils.clip_grad_norm_: clip = min(1, max_norm / (norm + 1e-6)).
+// The compute copy of the weights is refreshed by the same backend call.
 //
 // A step, with no wait for the device: set_step_inputs(tokens, lr) ->
 // (backward, the gradient all-reduce) -> add_grad_sum_squares() -> (the sum
@@ -68,16 +70,33 @@ class Optimizer {
                                        << ") outside the " << params.size() << " parameters");
       state_elements_ = std::max(state_elements_, range.state_offset + range.count);
     }
+    // Runs of one decay, each from its first tensor to the next run (the
+    // first from 0, the last to the end of the buffer).
+    std::vector<Run> runs;
     for (const ParameterInfo& info : params.infos()) {
       const bool decay = info.kind == ParameterKind::kWeight;
-      const size_t end = info.offset + info.count;
-      if (!runs_.empty() && runs_.back().decay == decay) {
-        runs_.back().count = end - runs_.back().offset;
-      } else {
-        runs_.push_back({info.offset, info.count, decay});
+      if (runs.empty() || runs.back().decay != decay) runs.push_back({info.offset, 0, decay});
+    }
+    for (size_t r = 0; r < runs.size(); ++r) {
+      if (r == 0) runs[r].offset = 0;
+      runs[r].count = (r + 1 < runs.size() ? runs[r + 1].offset : params.size()) - runs[r].offset;
+    }
+    for (const OptimizerRange& range : ranges_) {
+      for (const Run& run : runs) {
+        const size_t begin = std::max(run.offset, range.offset);
+        const size_t end = std::min(run.offset + run.count, range.offset + range.count);
+        if (begin >= end) continue;
+        segments_.push_back({begin, end - begin, range.state_offset + (begin - range.offset),
+                             run.decay ? config_.weight_decay : 0.0f});
       }
     }
+    std::sort(segments_.begin(), segments_.end(), [](const AdamWSegment& a, const AdamWSegment& b) {
+      return a.state_offset < b.state_offset;
+    });
     Backend<Act, Acc>& be = params_.backend();
+    device_segments_ = static_cast<AdamWSegment*>(
+        be.alloc(std::max<size_t>(segments_.size(), 1) * sizeof(AdamWSegment)));
+    be.to_device(device_segments_, segments_.data(), segments_.size() * sizeof(AdamWSegment));
     const size_t bytes = std::max<size_t>(state_elements_, 1) * sizeof(Acc);
     adam_m_ = static_cast<Acc*>(be.alloc(bytes));
     adam_v_ = static_cast<Acc*>(be.alloc(bytes));
@@ -89,8 +108,8 @@ class Optimizer {
   }
   ~Optimizer() {
     Backend<Act, Acc>& be = params_.backend();
-    for (void* buffer :
-         {static_cast<void*>(adam_m_), static_cast<void*>(adam_v_), static_cast<void*>(control_)}) {
+    for (void* buffer : {static_cast<void*>(adam_m_), static_cast<void*>(adam_v_),
+                         static_cast<void*>(control_), static_cast<void*>(device_segments_)}) {
       be.release(buffer);
     }
   }
@@ -119,20 +138,11 @@ class Optimizer {
   }
   // AdamW over the ranges, as decided (nothing when the step was skipped).
   void step() {
-    Backend<Act, Acc>& be = params_.backend();
     Act* compute = ParameterStore<Act, Acc>::kComputeAliasesMaster ? nullptr : params_.compute();
     const AdamWHyper hyper{config_.beta1, config_.beta2, config_.eps};
-    for (const OptimizerRange& range : ranges_) {
-      for (const Run& run : runs_) {
-        const size_t begin = std::max(run.offset, range.offset);
-        const size_t end = std::min(run.offset + run.count, range.offset + range.count);
-        if (begin >= end) continue;
-        const size_t state = range.state_offset + (begin - range.offset);
-        be.adamw_step(params_.master() + begin, compute ? compute + begin : nullptr,
-                      params_.grad() + begin, adam_m_ + state, adam_v_ + state, end - begin, hyper,
-                      run.decay ? config_.weight_decay : 0.0f, control_);
-      }
-    }
+    params_.backend().adamw_step(params_.master(), compute, params_.grad(), adam_m_, adam_v_,
+                                 device_segments_, int(segments_.size()), state_elements_, hyper,
+                                 control_);
   }
 
   void zero_grad() { params_.zero_grad(); }
@@ -158,6 +168,8 @@ class Optimizer {
 
   const AdamWConfig& config() const { return config_; }
   const std::vector<OptimizerRange>& ranges() const { return ranges_; }
+  // AdamW's segments, by increasing state offset (host copy).
+  const std::vector<AdamWSegment>& segments() const { return segments_; }
   // Elements of each moment buffer: the sum of the ranges' counts.
   size_t state_elements() const { return state_elements_; }
 
@@ -215,7 +227,8 @@ class Optimizer {
   ParameterStore<Act, Acc>& params_;
   AdamWConfig config_;
   std::vector<OptimizerRange> ranges_;
-  std::vector<Run> runs_;
+  std::vector<AdamWSegment> segments_;
+  AdamWSegment* device_segments_ = nullptr;  // backend memory
   size_t state_elements_ = 0;
   Acc* adam_m_ = nullptr;
   Acc* adam_v_ = nullptr;

@@ -340,12 +340,17 @@ void CpuBackend<T>::decide_step(StepControl* control, const StepRule& rule) {
 }
 
 template <typename T>
-void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, size_t n,
-                               const AdamWHyper& hyper, float weight_decay,
+void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, const AdamWSegment* segments,
+                               int segment_count, size_t, const AdamWHyper& hyper,
                                const StepControl* control) {
   if (!control->apply) return;
   use_threads();
-  cpu_adamw_step(w, w_act, g, m, v, n, adamw_coefficients<T>(*control, hyper, weight_decay));
+  for (int s = 0; s < segment_count; ++s) {
+    const AdamWSegment& segment = segments[s];
+    cpu_adamw_step(w + segment.offset, w_act ? w_act + segment.offset : nullptr, g + segment.offset,
+                   m + segment.state_offset, v + segment.state_offset, segment.count,
+                   adamw_coefficients<T>(*control, hyper, segment.weight_decay));
+  }
 }
 
 template class CpuBackend<float>;

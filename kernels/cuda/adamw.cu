@@ -1,9 +1,15 @@
 // Optimizer kernels over the flat fp32 buffers:
-//   adamw          one thread per element: adamw_update (kernels/adamw_math.h)
-//                  on w, m, v in float with the coefficients of the decided
-//                  step (read from the device StepControl; every thread
-//                  returns at once when the step was skipped), then the half
-//                  copy w_act = (half) w
+//   adamw          multi-tensor: one launch for every segment of the
+//                  parameters (AdamWSegment: a run of tensors with one weight
+//                  decay, or a rank's piece of one when sharded). Threads
+//                  grid-stride over the moments' index j in [0,
+//                  state_elements); the segment holding j is found by binary
+//                  search over the segments' state_offset, and element
+//                  offset + (j - state_offset) of w, g gets adamw_update
+//                  (kernels/adamw_math.h) in float with the coefficients of
+//                  the decided step (read from the device StepControl; every
+//                  thread returns at once when the step was skipped), then the
+//                  half copy w_act = (half) w
 //   decide_step    one thread: kernels/step_control.h on the StepControl
 //   sum_squares    sum g^2 in double added to a device double, in two stages
 //                  with a fixed launch shape (kReductionBlocks blocks of
@@ -21,16 +27,30 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-__global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             AdamWHyper hyper, float weight_decay, const StepControl* control) {
+__global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v,
+                             const AdamWSegment* segments, int segment_count, size_t state_elements,
+                             AdamWHyper hyper, const StepControl* control) {
   if (!control->apply) return;
-  const AdamWCoefficients<float> c = adamw_coefficients<float>(*control, hyper, weight_decay);
-  MPIASR_GRID_STRIDE(i, n) {
-    float wi = w[i], mi = m[i], vi = v[i];
+  AdamWCoefficients<float> c = adamw_coefficients<float>(*control, hyper, 0.0f);
+  MPIASR_GRID_STRIDE(j, state_elements) {
+    int lo = 0, hi = segment_count - 1;  // the last segment starting at or before j
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (segments[mid].state_offset <= j) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const AdamWSegment& segment = segments[lo];
+    if (j < segment.state_offset || j - segment.state_offset >= segment.count) continue;
+    const size_t i = segment.offset + (j - segment.state_offset);
+    c.weight_decay = segment.weight_decay;
+    float wi = w[i], mi = m[j], vi = v[j];
     adamw_update(wi, mi, vi, g[i], c);
     w[i] = wi;
-    m[i] = mi;
-    v[i] = vi;
+    m[j] = mi;
+    v[j] = vi;
     if (w_act) w_act[i] = to_half(wi);
   }
 }
@@ -66,12 +86,12 @@ __global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
 
 using namespace cuda_kernels;
 
-void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                     const AdamWHyper& hyper, float weight_decay, const StepControl* control,
-                     cudaStream_t stream) {
-  if (n == 0) return;
-  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, hyper,
-                weight_decay, control);
+void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v,
+                     const AdamWSegment* segments, int segment_count, size_t state_elements,
+                     const AdamWHyper& hyper, const StepControl* control, cudaStream_t stream) {
+  if (segment_count == 0 || state_elements == 0) return;
+  MPIASR_LAUNCH(adamw_kernel, grid_for(state_elements), kThreads, 0, stream, w, w_act, g, m, v,
+                segments, segment_count, state_elements, hyper, control);
 }
 
 void cuda_decide_step(StepControl* control, const StepRule& rule, cudaStream_t stream) {

@@ -15,12 +15,14 @@ namespace mpiasr {
 // Blocks of the first reduction stage; partials hold this many doubles.
 constexpr int kReductionBlocks = 1024;
 
-// AdamW on w, m, v [n] from g [n] (kernels/adamw_math.h) with the
-// coefficients of the step *control (device) decided, then w_act = (half) w
-// when w_act is not null; nothing when the control skipped the step.
-void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                     const AdamWHyper& hyper, float weight_decay, const StepControl* control,
-                     cudaStream_t stream);
+// AdamW (kernels/adamw_math.h) with the coefficients of the step *control
+// (device) decided on every segment of segments [segment_count] (device, by
+// increasing state_offset, moments within [0, state_elements)), one launch,
+// then w_act = (half) w when w_act is not null; nothing when the control
+// skipped the step.
+void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v,
+                     const AdamWSegment* segments, int segment_count, size_t state_elements,
+                     const AdamWHyper& hyper, const StepControl* control, cudaStream_t stream);
 
 // decide_step (kernels/step_control.h) on *control (device), one thread.
 void cuda_decide_step(StepControl* control, const StepRule& rule, cudaStream_t stream);

@@ -439,10 +439,11 @@ void CudaBackend::decide_step(StepControl* control, const StepRule& rule) {
   cuda_decide_step(control, rule, stream_.get());
 }
 
-void CudaBackend::adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             const AdamWHyper& hyper, float weight_decay,
-                             const StepControl* control) {
-  cuda_adamw_step(w, w_act, g, m, v, n, hyper, weight_decay, control, stream_.get());
+void CudaBackend::adamw_step(float* w, __half* w_act, const float* g, float* m, float* v,
+                             const AdamWSegment* segments, int segment_count, size_t state_elements,
+                             const AdamWHyper& hyper, const StepControl* control) {
+  cuda_adamw_step(w, w_act, g, m, v, segments, segment_count, state_elements, hyper, control,
+                  stream_.get());
 }
 
 }  // namespace mpiasr

@@ -148,8 +148,9 @@ class CudaBackend : public Backend<__half, float> {
   void add_sum_squares(double* sum, const float* g, size_t n) override;
   bool has_nonfinite(const float* g, size_t n) override;
   void decide_step(StepControl* control, const StepRule& rule) override;
-  void adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                  const AdamWHyper& hyper, float weight_decay, const StepControl* control) override;
+  void adamw_step(float* w, __half* w_act, const float* g, float* m, float* v,
+                  const AdamWSegment* segments, int segment_count, size_t state_elements,
+                  const AdamWHyper& hyper, const StepControl* control) override;
 
  private:
   // The backend's own device buffers, one per purpose, grown on demand.

@@ -492,7 +492,10 @@ TEST(CudaCtcLoss, LossesAndGradientsMatchCpu) {
 
 // The step's optimizer work on the device: the sum of squares added to the
 // control, the decision (kernels/step_control.h, against the CPU backend's),
-// AdamW from the decided coefficients, nothing on a skipped step.
+// AdamW from the decided coefficients in one launch over segments laid out as
+// a sharded optimizer's (moments compact, weights with holes, two decays),
+// against the CPU backend's loop over the segments; the holes untouched,
+// nothing on a skipped step.
 TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
   MPIASR_SKIP_WITHOUT_CUDA();
   CudaBackend& be = backend();
@@ -519,12 +522,19 @@ TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
     EXPECT_FALSE(be.has_nonfinite(d_bad->get(), n - 2)) << bad;
   }
 
-  const size_t m = 5000;
-  std::vector<float> w = random_floats(m, 111), mom = random_floats(m, 112, 0.0f, 0.1f);
-  std::vector<float> vel = random_floats(m, 113, 0.0f, 0.01f);
+  const size_t m = 5000, state = 4000;
+  const std::vector<AdamWSegment> segments = {{0, 1000, 0, 1e-3f},
+                                              {1500, 1000, 1000, 0.0f},
+                                              {2500, 1000, 2000, 1e-3f},
+                                              {3990, 1000, 3000, 0.0f}};
+  cuda_test::DeviceArray<AdamWSegment> d_segments(be, segments.size());
+  be.to_device(d_segments.get(), segments.data(), segments.size() * sizeof(AdamWSegment));
+  std::vector<float> w = random_floats(m, 111), mom = random_floats(state, 112, 0.0f, 0.1f);
+  std::vector<float> vel = random_floats(state, 113, 0.0f, 0.01f);
   auto d_w = upload_float(be, w), d_m = upload_float(be, mom), d_v = upload_float(be, vel);
   auto d_grad = upload_float(be, std::vector<float>(g.begin(), g.begin() + m));
   cuda_test::DeviceArray<__half> w_half(be, m);
+  be.zero(w_half.get(), m * sizeof(__half));
   std::vector<float> ew = w, em = mom, ev = vel;
   // Loss scale 2 with the scaler on, clipping at 1: each step is decided on
   // the device and on the host from the same sum, which must agree.
@@ -543,9 +553,10 @@ TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
     be.to_device(&d_control.get()->grad_sum_squares, &sum, sizeof sum);
     be.decide_step(d_control.get(), rule);
     cpu().decide_step(&host, rule);
-    be.adamw_step(d_w->get(), w_half.get(), d_grad->get(), d_m->get(), d_v->get(), m, hyper, 1e-3f,
-                  d_control.get());
-    cpu().adamw_step(ew.data(), nullptr, g.data(), em.data(), ev.data(), m, hyper, 1e-3f, &host);
+    be.adamw_step(d_w->get(), w_half.get(), d_grad->get(), d_m->get(), d_v->get(), d_segments.get(),
+                  int(segments.size()), state, hyper, d_control.get());
+    cpu().adamw_step(ew.data(), nullptr, g.data(), em.data(), ev.data(), segments.data(),
+                     int(segments.size()), state, hyper, &host);
   }
   be.to_host(&control, d_control.get(), sizeof control);
   EXPECT_EQ(control.optimizer_step, 3);
@@ -556,9 +567,19 @@ TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
   EXPECT_NEAR(control.bias_correction2, host.bias_correction2, 1e-15);
   const std::vector<float> got_w = download(be, d_w->get(), m);
   expect_close(got_w, ew, kFloatRtol, 1e-6, "w");
-  expect_close(download(be, d_m->get(), m), em, kFloatRtol, 1e-7, "m");
-  expect_close(download(be, d_v->get(), m), ev, kFloatRtol, 1e-8, "v");
-  EXPECT_EQ(download(be, w_half.get(), m), rounded_to_half(got_w));
+  expect_close(download(be, d_m->get(), state), em, kFloatRtol, 1e-7, "m");
+  expect_close(download(be, d_v->get(), state), ev, kFloatRtol, 1e-8, "v");
+  for (size_t i : {size_t(1000), size_t(1499), size_t(3500), size_t(3989)}) {
+    EXPECT_EQ(got_w[i], w[i]) << "element " << i << " lies in no segment";
+  }
+  const std::vector<float> got_half = download(be, w_half.get(), m);
+  const std::vector<float> expected_half = rounded_to_half(got_w);
+  for (const AdamWSegment& segment : segments) {
+    for (size_t i = segment.offset; i < segment.offset + segment.count; ++i) {
+      ASSERT_EQ(got_half[i], expected_half[i]) << "element " << i;
+    }
+  }
+  EXPECT_EQ(got_half[1200], 0.0f) << "the half copy is written in the segments only";
 }
 
 }  // namespace

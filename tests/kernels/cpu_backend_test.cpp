@@ -98,7 +98,8 @@ TEST(CpuBackend, ForwardsLossAndOptimizerCalls) {
   backend.decide_step(&control, rule);
   ASSERT_EQ(control.apply, 1);
   const AdamWHyper hyper{0.9f, 0.98f, 1e-9f};
-  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), n, hyper, 1e-3f,
+  const AdamWSegment segment{0, n, 0, 1e-3f};
+  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), &segment, 1, n, hyper,
                      &control);
   cpu_adamw_step<double>(w2.data(), nullptr, g.data(), m2.data(), v2.data(), n,
                          adamw_coefficients<double>(control, hyper, 1e-3f));
@@ -107,7 +108,7 @@ TEST(CpuBackend, ForwardsLossAndOptimizerCalls) {
   EXPECT_EQ(m, m2);
   EXPECT_EQ(v, v2);
   control.apply = 0;  // a skipped step changes nothing
-  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), n, hyper, 1e-3f,
+  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), &segment, 1, n, hyper,
                      &control);
   EXPECT_EQ(w, w2);
   EXPECT_EQ(m, m2);

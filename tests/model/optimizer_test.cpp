@@ -196,6 +196,51 @@ TEST_F(OptimizerTest, ShardedRangesUpdateTheirPiecesLikeTheWhole) {
   EXPECT_THROW(rank0.export_state(), Error) << "a shard is gathered by the trainer";
 }
 
+// AdamW's segments (one backend call per step) tile the optimizer's state in
+// order, each element of the buffer at most once, with its tensor's decay;
+// the alignment gaps they cover hold zeros and keep them.
+TEST_F(OptimizerTest, SegmentsTileTheStateWithEachTensorsDecay) {
+  fill_grads();
+  AdamWConfig config;
+  config.weight_decay = 0.1f;
+  const size_t n = params_.size();
+  std::vector<float> decay(n, -1.0f);  // of each element's tensor; -1 in gaps
+  for (const ParameterInfo& info : params_.infos()) {
+    std::fill_n(decay.begin() + long(info.offset), info.count,
+                info.kind == ParameterKind::kWeight ? config.weight_decay : 0.0f);
+  }
+  std::vector<OptimizerRange> odd_pieces;  // a rank's pieces: [32, 64), [96, 128), ...
+  for (size_t begin = 32; begin < n; begin += 64) odd_pieces.push_back({begin, 32, begin / 2 - 16});
+  for (const std::vector<OptimizerRange>& ranges : {std::vector<OptimizerRange>{}, odd_pieces}) {
+    Optimizer<double, double> optimizer(params_, config, ranges);
+    std::vector<int> covered(n, 0);
+    size_t state = 0;
+    for (const AdamWSegment& segment : optimizer.segments()) {
+      EXPECT_EQ(segment.state_offset, state);
+      state += segment.count;
+      for (size_t i = segment.offset; i < segment.offset + segment.count; ++i) {
+        ++covered[i];
+        if (decay[i] >= 0.0f) {
+          EXPECT_EQ(segment.weight_decay, decay[i]) << "element " << i;
+        }
+      }
+    }
+    EXPECT_EQ(state, optimizer.state_elements());
+    for (size_t i = 0; i < n; ++i) {
+      const bool mine = ranges.empty() || (i / 32) % 2 == 1;
+      EXPECT_EQ(covered[i], mine ? 1 : 0) << "element " << i;
+    }
+  }
+  Optimizer<double, double> optimizer(params_, config);
+  take_step(optimizer, 0.5f, 1.0);
+  for (size_t i = 0; i < n; ++i) {
+    if (decay[i] < 0.0f) {
+      EXPECT_EQ(params_.master()[i], 0.0) << "gap element " << i;
+    }
+  }
+  EXPECT_GT(optimizer.segments().size(), 1u);
+}
+
 TEST_F(OptimizerTest, StateRoundTripsByName) {
   Optimizer<double, double> optimizer(params_);
   fill_grads();
