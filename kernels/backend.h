@@ -161,8 +161,6 @@ class Backend {
   // ---- optimizer (kernels/step_control.h) ----------------------------------
   // *sum += sum of squares of g [n], in double; sum where the backend computes.
   virtual void add_sum_squares(double* sum, const Acc* g, size_t n) = 0;
-  // 1 if any element of g [n] is NaN or inf.
-  virtual bool has_nonfinite(const Acc* g, size_t n) = 0;
   // decide_step on *control (where the backend computes).
   virtual void decide_step(StepControl* control, const StepRule& rule) = 0;
   // AdamW (decoupled weight decay, bias-corrected; kernels/adamw_math.h) with

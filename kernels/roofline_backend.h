@@ -202,10 +202,6 @@ class RooflineBackend final : public Backend<Act, Acc> {
   }
 
   void add_sum_squares(double*, const Acc*, size_t n) override { op(0, n * kAcc); }
-  bool has_nonfinite(const Acc*, size_t n) override {
-    op(0, n * kAcc);
-    return false;
-  }
   void decide_step(StepControl*, const StepRule&) override { op(0, 2.0 * sizeof(StepControl)); }
   void adamw_step(Acc*, Act* w_act, const Acc*, Acc*, Acc*, const AdamWSegment*, int segment_count,
                   size_t state_elements, const AdamWHyper&, const StepControl*) override {

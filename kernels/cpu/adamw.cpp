@@ -31,21 +31,11 @@ double cpu_sum_squares(const Real* g, size_t n) {
   return sum;
 }
 
-template <typename Real>
-bool cpu_has_nonfinite(const Real* g, size_t n) {
-  bool found = false;
-#pragma omp parallel for schedule(static) reduction(|| : found) if (n >= kParallelMin)
-  for (size_t i = 0; i < n; ++i) found = found || !std::isfinite(g[i]);
-  return found;
-}
-
 template void cpu_adamw_step<float>(float*, float*, const float*, float*, float*, size_t,
                                     const AdamWCoefficients<float>&);
 template void cpu_adamw_step<double>(double*, double*, const double*, double*, double*, size_t,
                                      const AdamWCoefficients<double>&);
 template double cpu_sum_squares<float>(const float*, size_t);
 template double cpu_sum_squares<double>(const double*, size_t);
-template bool cpu_has_nonfinite<float>(const float*, size_t);
-template bool cpu_has_nonfinite<double>(const double*, size_t);
 
 }  // namespace mpiasr

@@ -20,8 +20,4 @@ void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_
 template <typename Real>
 double cpu_sum_squares(const Real* g, size_t n);
 
-// Whether any g[i] is NaN or +-inf.
-template <typename Real>
-bool cpu_has_nonfinite(const Real* g, size_t n);
-
 }  // namespace mpiasr

@@ -329,12 +329,6 @@ void CpuBackend<T>::add_sum_squares(double* sum, const T* g, size_t n) {
 }
 
 template <typename T>
-bool CpuBackend<T>::has_nonfinite(const T* g, size_t n) {
-  use_threads();
-  return cpu_has_nonfinite(g, n);
-}
-
-template <typename T>
 void CpuBackend<T>::decide_step(StepControl* control, const StepRule& rule) {
   mpiasr::decide_step(*control, rule);
 }

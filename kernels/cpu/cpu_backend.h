@@ -96,7 +96,6 @@ class CpuBackend : public Backend<T, T> {
                 int V) override;
 
   void add_sum_squares(double* sum, const T* g, size_t n) override;
-  bool has_nonfinite(const T* g, size_t n) override;
   void decide_step(StepControl* control, const StepRule& rule) override;
   void adamw_step(T* w, T* w_act, const T* g, T* m, T* v, const AdamWSegment* segments,
                   int segment_count, size_t state_elements, const AdamWHyper& hyper,

@@ -16,7 +16,6 @@
 //                  kThreads grid-striding, block sums to partials, one block
 //                  summing them), so the result does not depend on the device
 //                  or on timing
-//   has_nonfinite  a device flag set by any thread that sees NaN or inf
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
@@ -75,12 +74,6 @@ __global__ void decide_step_kernel(StepControl* control, StepRule rule) {
   decide_step(*control, rule);
 }
 
-__global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
-  bool found = false;
-  MPIASR_GRID_STRIDE(i, n) found = found || !isfinite(g[i]);
-  if (found) *flag = 1;
-}
-
 }  // namespace
 }  // namespace cuda_kernels
 
@@ -103,12 +96,6 @@ void cuda_add_sum_squares(double* sum, const float* g, size_t n, double* partial
   if (n == 0) return;
   MPIASR_LAUNCH(sum_squares_partials_kernel, kReductionBlocks, kThreads, 0, stream, partials, g, n);
   MPIASR_LAUNCH(add_partials_kernel, 1, kThreads, 0, stream, sum, partials, kReductionBlocks);
-}
-
-void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), stream));
-  if (n == 0) return;
-  MPIASR_LAUNCH(has_nonfinite_kernel, grid_for(n), kThreads, 0, stream, flag, g, n);
 }
 
 }  // namespace mpiasr

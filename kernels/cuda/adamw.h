@@ -32,7 +32,4 @@ void cuda_decide_step(StepControl* control, const StepRule& rule, cudaStream_t s
 void cuda_add_sum_squares(double* sum, const float* g, size_t n, double* partials,
                           cudaStream_t stream);
 
-// *flag (device) = 1 if any g[i] is NaN or infinite, else 0.
-void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream);
-
 }  // namespace mpiasr

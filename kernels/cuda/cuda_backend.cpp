@@ -427,14 +427,6 @@ void CudaBackend::add_sum_squares(double* sum, const float* g, size_t n) {
                        stream_.get());
 }
 
-bool CudaBackend::has_nonfinite(const float* g, size_t n) {
-  int* flag = scratch_of<int>(kResults, 1);
-  cuda_has_nonfinite(flag, g, n, stream_.get());
-  int found = 0;
-  to_host(&found, flag, sizeof(int));
-  return found != 0;
-}
-
 void CudaBackend::decide_step(StepControl* control, const StepRule& rule) {
   cuda_decide_step(control, rule, stream_.get());
 }

@@ -1,8 +1,8 @@
 // The CUDA backend: kernels/backend.h on one GPU with fp16 activations and
 // weight copies (Act = __half) and fp32 master weights, weight gradients,
 // optimizer state and statistics (Acc = float). Every operation is queued on
-// one compute stream (stream()); only to_host, has_nonfinite and synchronize
-// wait for it. A training step queues its work without waiting (DESIGN.md "A
+// one compute stream (stream()); only to_host and synchronize wait for
+// it. A training step queues its work without waiting (DESIGN.md "A
 // step without host synchronization"): losses, norms and the loss scale stay
 // on the device (kernels/step_control.h).
 //
@@ -146,7 +146,6 @@ class CudaBackend : public Backend<__half, float> {
                 int V) override;
 
   void add_sum_squares(double* sum, const float* g, size_t n) override;
-  bool has_nonfinite(const float* g, size_t n) override;
   void decide_step(StepControl* control, const StepRule& rule) override;
   void adamw_step(float* w, __half* w_act, const float* g, float* m, float* v,
                   const AdamWSegment* segments, int segment_count, size_t state_elements,
@@ -164,7 +163,6 @@ class CudaBackend : public Backend<__half, float> {
     kLengths,
     kCtcArguments,
     kCtcWork,
-    kResults,
     kScratchCount
   };
   struct ScratchBuffer {
