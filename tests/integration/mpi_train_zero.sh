@@ -49,24 +49,13 @@ for resumed in plain_from_zero:2:0 zero3_from_zero2:3:1; do
   expect_line "$work/$name.log" '^training done: 12 steps' "$name"
 done
 
-/usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
-import json, math, struct, sys
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/lib" /usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
+import json, math, sys
+
+from safetensors_f32 import tensors
 
 work = sys.argv[1]
 
-def tensors(path):
-    """name -> list of floats, read from a safetensors file (F32 only)."""
-    data = open(path, "rb").read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", (name, info["dtype"])
-        begin, end = info["data_offsets"]
-        out[name] = struct.unpack(f"<{(end - begin) // 4}f", data[8 + length + begin:8 + length + end])
-    return out
 
 def compare(a, b):
     """(max relative difference, its tensor, tensors bit-identical)."""
