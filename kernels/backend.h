@@ -25,6 +25,8 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/step_control.h"
+
 namespace mpiasr {
 
 template <typename Act, typename Acc>
@@ -36,8 +38,16 @@ class Backend {
   // ---- memory (bytes; aligned to 256) -------------------------------------
   virtual void* alloc(size_t bytes) = 0;
   virtual void release(void* ptr) = 0;
+  // Copies host data for the work queued after it; host_src may be reused as
+  // soon as the call returns, which does not wait for the device.
   virtual void to_device(void* dst, const void* host_src, size_t bytes) = 0;
+  // Waits for the work queued so far and copies its result to the host.
   virtual void to_host(void* host_dst, const void* src, size_t bytes) = 0;
+  // The input features of the next forward, host floats [n], where the
+  // backend computes them; valid until the second call after this one (CUDA
+  // double-buffers them and copies on a stream of their own, so the copy of
+  // the next batch overlaps the work on this one).
+  virtual const float* upload_input(const float* host_src, size_t n) = 0;
   virtual void copy(void* dst, const void* src, size_t bytes) = 0;
   virtual void zero(void* ptr, size_t bytes) = 0;
   virtual void synchronize() = 0;
@@ -151,27 +161,37 @@ class Backend {
   // log-softmax over V of logits [N, V], result in Acc precision.
   virtual void log_softmax_forward(Acc* logprobs, const Act* logits, int N, int V) = 0;
   // CTC loss (blank = 0) from logprobs [B, T, V]; targets concatenated (host,
-  // int32), target_lengths and input_lengths [B] (host). losses [B] (host) get
-  // the negative log-likelihood per utterance (+inf if infeasible).
-  // dlogits [B, T, V] = grad_scale[b] * d loss_b / d logits (through the
-  // log-softmax), zero at padded frames; grad_scale [B] (host) lets the
-  // caller divide by the global token count and zero infeasible utterances.
+  // int32), target_lengths and input_lengths [B] (host). losses [B] (where
+  // the backend computes) get the negative log-likelihood per utterance (+inf
+  // if infeasible). dlogits [B, T, V] = grad_scale[b] * loss_scale * d loss_b /
+  // d logits (through the log-softmax), zero at padded frames; grad_scale [B]
+  // (host) lets the caller zero infeasible utterances, loss_scale (one float
+  // where the backend computes, the StepControl's; null: 1) is the dynamic
+  // loss scale. loss_sum (where the backend computes; may be null) += losses[b]
+  // of the utterances with grad_scale[b] != 0 (all when grad_scale is null),
+  // in utterance order.
   virtual void ctc_loss(double* losses, Act* dlogits, const Acc* logprobs, const int32_t* targets,
                         const int32_t* target_lengths, const int32_t* input_lengths,
-                        const double* grad_scale, int B, int T, int V) = 0;
+                        const double* grad_scale, const float* loss_scale, double* loss_sum, int B,
+                        int T, int V) = 0;
 
-  // ---- optimizer ----------------------------------------------------------
-  // Sum of squares of g [n] added into a host double (for the global norm).
-  virtual double sum_squares(const Acc* g, size_t n) = 0;
-  // 1 if any element of g [n] is NaN or inf.
-  virtual bool has_nonfinite(const Acc* g, size_t n) = 0;
-  // AdamW (decoupled weight decay, bias-corrected) on one parameter tensor:
+  // ---- optimizer (kernels/step_control.h) ----------------------------------
+  // *sum += sum of squares of g [n], in double; sum where the backend computes.
+  virtual void add_sum_squares(double* sum, const Acc* g, size_t n) = 0;
+  // decide_step on *control (where the backend computes).
+  virtual void decide_step(StepControl* control, const StepRule& rule) = 0;
+  // AdamW (decoupled weight decay, bias-corrected; kernels/adamw_math.h) with
+  // the coefficients of the step *control decided, on every element of every
+  // segment (segments [segment_count] where the backend computes, by
+  // increasing state_offset; their moments lie in [0, state_elements) of m
+  // and v), in one pass (one kernel on CUDA):
   //   g' = g * grad_scale ; m = b1 m + (1-b1) g' ; v = b2 v + (1-b2) g'^2
   //   w -= lr * (m / (1-b1^t) / (sqrt(v / (1-b2^t)) + eps) + weight_decay * w)
   // then the compute copy w_act = (Act) w (skipped when w_act is null).
-  virtual void adamw_step(Acc* w, Act* w_act, const Acc* g, Acc* m, Acc* v, size_t n, float lr,
-                          float beta1, float beta2, float eps, float weight_decay, int step,
-                          float grad_scale) = 0;
+  // Nothing changes when the control skipped the step.
+  virtual void adamw_step(Acc* w, Act* w_act, const Acc* g, Acc* m, Acc* v,
+                          const AdamWSegment* segments, int segment_count, size_t state_elements,
+                          const AdamWHyper& hyper, const StepControl* control) = 0;
 };
 
 }  // namespace mpiasr

@@ -371,6 +371,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(distributed, first_bucket_mb),
       MPIASR_KEY(distributed, hierarchical),
       MPIASR_KEY(distributed, timeout_s),
+      MPIASR_INT_KEY(distributed, zero_stage, 0, 1),
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
   };

@@ -220,6 +220,9 @@ struct DistributedConfig {
   double first_bucket_mb = 1;  // the first bucket (the last layers'), so communication starts early
   bool hierarchical = false;   // reduce within nodes, then across node leaders
   double timeout_s = 300;      // a collective slower than this stops every rank
+  // 1: ZeRO-1, AdamW's state sharded over the ranks (reduce-scatter of the
+  // gradients, all-gather of the updated weights); 0: every rank keeps it all.
+  int zero_stage = 0;
 
   bool operator==(const DistributedConfig&) const = default;
 };

@@ -97,6 +97,11 @@ TrainResult train_with(const Config& config, mpi::Context& ctx, const TrainOptio
 
 TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& options,
                           int threads, std::ostream& out) {
+  if (config.distributed.zero_stage == 1 && ctx.world_size() > 1) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "distributed.zero_stage = 1 on CUDA: the NCCL gradient all-reduce does not shard "
+                "the optimizer state; set distributed.zero_stage to 0, or training.device to cpu");
+  }
   const int device = mpi::select_cuda_device(ctx);
   config.training.device = DeviceType::kCuda;
   config.precision.mode = cuda_precision(config.precision.mode, ctx, cuda_device_info(device));

@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/adamw.h"
@@ -287,30 +288,46 @@ void CpuBackend<T>::log_softmax_forward(T* logprobs, const T* logits, int N, int
 template <typename T>
 void CpuBackend<T>::ctc_loss(double* losses, T* dlogits, const T* logprobs, const int32_t* targets,
                              const int32_t* target_lengths, const int32_t* input_lengths,
-                             const double* grad_scale, int B, int T_, int V) {
+                             const double* grad_scale, const float* loss_scale, double* loss_sum,
+                             int B, int T_, int V) {
   use_threads();
+  std::vector<double> scaled;
+  if (grad_scale && loss_scale) {
+    scaled.assign(grad_scale, grad_scale + std::max(B, 0));
+    for (double& scale : scaled) scale *= double(*loss_scale);
+    grad_scale = scaled.data();
+  }
   cpu_ctc_loss(losses, dlogits, logprobs, targets, target_lengths, input_lengths, grad_scale, B, T_,
                V);
+  if (!loss_sum) return;
+  for (int b = 0; b < B; ++b) {
+    if (!grad_scale || grad_scale[b] != 0.0) *loss_sum += losses[b];
+  }
 }
 
 template <typename T>
-double CpuBackend<T>::sum_squares(const T* g, size_t n) {
+void CpuBackend<T>::add_sum_squares(double* sum, const T* g, size_t n) {
   use_threads();
-  return cpu_sum_squares(g, n);
+  *sum += cpu_sum_squares(g, n);
 }
 
 template <typename T>
-bool CpuBackend<T>::has_nonfinite(const T* g, size_t n) {
-  use_threads();
-  return cpu_has_nonfinite(g, n);
+void CpuBackend<T>::decide_step(StepControl* control, const StepRule& rule) {
+  mpiasr::decide_step(*control, rule);
 }
 
 template <typename T>
-void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, size_t n, float lr,
-                               float beta1, float beta2, float eps, float weight_decay, int step,
-                               float grad_scale) {
+void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, const AdamWSegment* segments,
+                               int segment_count, size_t, const AdamWHyper& hyper,
+                               const StepControl* control) {
+  if (!control->apply) return;
   use_threads();
-  cpu_adamw_step(w, w_act, g, m, v, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  for (int s = 0; s < segment_count; ++s) {
+    const AdamWSegment& segment = segments[s];
+    cpu_adamw_step(w + segment.offset, w_act ? w_act + segment.offset : nullptr, g + segment.offset,
+                   m + segment.state_offset, v + segment.state_offset, segment.count,
+                   adamw_coefficients<T>(*control, hyper, segment.weight_decay));
+  }
 }
 
 template class CpuBackend<float>;

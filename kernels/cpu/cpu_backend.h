@@ -29,6 +29,8 @@ class CpuBackend : public Backend<T, T> {
   void release(void* ptr) override;
   void to_device(void* dst, const void* host_src, size_t bytes) override;
   void to_host(void* host_dst, const void* src, size_t bytes) override;
+  // The features are where the CPU computes already.
+  const float* upload_input(const float* host_src, size_t) override { return host_src; }
   void copy(void* dst, const void* src, size_t bytes) override;
   void zero(void* ptr, size_t bytes) override;
   void synchronize() override {}
@@ -88,12 +90,14 @@ class CpuBackend : public Backend<T, T> {
   void log_softmax_forward(T* logprobs, const T* logits, int N, int V) override;
   void ctc_loss(double* losses, T* dlogits, const T* logprobs, const int32_t* targets,
                 const int32_t* target_lengths, const int32_t* input_lengths,
-                const double* grad_scale, int B, int T_, int V) override;
+                const double* grad_scale, const float* loss_scale, double* loss_sum, int B, int T_,
+                int V) override;
 
-  double sum_squares(const T* g, size_t n) override;
-  bool has_nonfinite(const T* g, size_t n) override;
-  void adamw_step(T* w, T* w_act, const T* g, T* m, T* v, size_t n, float lr, float beta1,
-                  float beta2, float eps, float weight_decay, int step, float grad_scale) override;
+  void add_sum_squares(double* sum, const T* g, size_t n) override;
+  void decide_step(StepControl* control, const StepRule& rule) override;
+  void adamw_step(T* w, T* w_act, const T* g, T* m, T* v, const AdamWSegment* segments,
+                  int segment_count, size_t state_elements, const AdamWHyper& hyper,
+                  const StepControl* control) override;
 
  private:
   // Sets this backend's OpenMP team size for the calling thread.

@@ -17,8 +17,11 @@
 //      the chain of its repeats in the target (next[i]: the next j > i with
 //      y_j = y_i); all k first get scale exp(lp_t(k)), then after a barrier the
 //      blank and the target's labels are overwritten with the difference.
+//      scale = grad_scale[b] * loss_scale (the dynamic loss scale, read on
+//      the device).
 // Shared memory: targets, next and first-occurrence flags (int [L] each),
-// gamma [S] and label sums [L] (double).
+// gamma [S] and label sums [L] (double). A second, one-thread kernel adds the
+// kept utterances' losses to the step's loss sum, in utterance order.
 #include <algorithm>
 #include <cmath>
 
@@ -51,7 +54,9 @@ __global__ void ctc_kernel(double* losses, G* dlogits, const float* logprobs, Ct
   MPIASR_SHARED(double[kWarp], reduce);
   const int b = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
   const int L = args.target_lengths[b], frames = args.input_lengths[b], S = 2 * L + 1;
-  const double scale = args.grad_scale ? args.grad_scale[b] : 0.0;
+  const double scale = args.grad_scale
+                           ? args.grad_scale[b] * (args.loss_scale ? double(*args.loss_scale) : 1.0)
+                           : 0.0;
   const float* lp = logprobs + size_t(b) * T_pad * V;
   G* grad = dlogits ? dlogits + size_t(b) * T_pad * V : nullptr;
 
@@ -159,6 +164,16 @@ __global__ void ctc_kernel(double* losses, G* dlogits, const float* logprobs, Ct
   }
 }
 
+// One thread: the losses of the kept utterances added in order.
+__global__ void sum_losses_kernel(double* loss_sum, const double* losses, const double* grad_scale,
+                                  int B) {
+  double sum = *loss_sum;
+  for (int b = 0; b < B; ++b) {
+    if (!grad_scale || grad_scale[b] != 0.0) sum += losses[b];
+  }
+  *loss_sum = sum;
+}
+
 }  // namespace
 }  // namespace cuda_kernels
 
@@ -189,7 +204,8 @@ int cuda_ctc_max_target_length() {
 
 template <typename G>
 void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcDeviceArgs& args,
-                   int B, int T, int V, int max_target_length, cudaStream_t stream) {
+                   int B, int T, int V, int max_target_length, double* loss_sum,
+                   cudaStream_t stream) {
   if (B <= 0) return;
   MPIASR_CHECK(!dlogits || args.grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (max_target_length > cuda_ctc_max_target_length()) {
@@ -202,11 +218,15 @@ void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcD
   const size_t shared = ctc_shared_bytes(max_target_length);
   MPIASR_LAUNCH(ctc_kernel<G>, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
                 args, T, V);
+  if (loss_sum) {
+    MPIASR_LAUNCH(sum_losses_kernel, 1, 1, 0, stream, loss_sum, losses, args.grad_scale, B);
+  }
 }
 
 template void cuda_ctc_loss<__half>(double*, __half*, const float*, const CtcDeviceArgs&, int, int,
-                                    int, int, cudaStream_t);
+                                    int, int, double*, cudaStream_t);
 template void cuda_ctc_loss<__nv_bfloat16>(double*, __nv_bfloat16*, const float*,
-                                           const CtcDeviceArgs&, int, int, int, int, cudaStream_t);
+                                           const CtcDeviceArgs&, int, int, int, int, double*,
+                                           cudaStream_t);
 
 }  // namespace mpiasr

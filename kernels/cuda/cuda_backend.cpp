@@ -80,6 +80,7 @@ CudaBackend<Act>::CudaBackend(const CudaBackendOptions& options)
 template <typename Act>
 CudaBackend<Act>::~CudaBackend() {
   // Queued work may still read arena memory; let it finish before the arena goes.
+  (void)cudaStreamSynchronize(copy_stream_.get());
   (void)cudaStreamSynchronize(stream_.get());
 }
 
@@ -119,9 +120,7 @@ const int32_t* CudaBackend<Act>::device_lengths(const int32_t* lengths, int B, i
   if (uploaded_lengths_.size() != size_t(B) ||
       !std::equal(lengths, lengths + B, uploaded_lengths_.begin())) {
     uploaded_lengths_.assign(lengths, lengths + B);
-    // From pageable host memory: staged before the call returns.
-    CUDA_CHECK(cudaMemcpyAsync(device, uploaded_lengths_.data(), sizeof(int32_t) * size_t(B),
-                               cudaMemcpyHostToDevice, stream_.get()));
+    staging_.copy_to_device(device, lengths, sizeof(int32_t) * size_t(B), stream_.get());
   }
   return device;
 }
@@ -158,9 +157,7 @@ void CudaBackend<Act>::release(void* ptr) {
 template <typename Act>
 void CudaBackend<Act>::to_device(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
-  CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
-  // The caller may reuse host_src at once, pinned or not.
-  stream_.synchronize();
+  staging_.copy_to_device(dst, host_src, bytes, stream_.get());
 }
 
 template <typename Act>
@@ -168,6 +165,35 @@ void CudaBackend<Act>::to_host(void* host_dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   stream_.synchronize();
+}
+
+template <typename Act>
+const float* CudaBackend<Act>::upload_input(const float* host_src, size_t n) {
+  const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+  // The other slot was handed out last time and its reader is queued now:
+  // the copy that reuses it waits for this point of the compute stream.
+  input_slots_[size_t(input_slot_)].consumed.record(stream_.get());
+  input_slot_ ^= 1;
+  InputSlot& slot = input_slots_[size_t(input_slot_)];
+  if (slot.pinned.bytes() < bytes) {
+    // Growing (at least doubling) happens on the first batches of new
+    // shapes; both streams are drained so no queued copy or kernel still
+    // uses the memory given back.
+    const size_t grown = std::max(bytes, 2 * slot.pinned.bytes());
+    copy_stream_.synchronize();
+    stream_.synchronize();
+    slot.pinned = PinnedBuffer(grown);
+    arena_->release(slot.device);
+    slot.device = arena_->allocate(grown);
+  }
+  slot.copied.wait();  // the copy two calls ago read the pinned memory; done by now
+  std::memcpy(slot.pinned.data(), host_src, n * sizeof(float));
+  slot.consumed.wait_on(copy_stream_.get());
+  CUDA_CHECK(cudaMemcpyAsync(slot.device, slot.pinned.data(), n * sizeof(float),
+                             cudaMemcpyHostToDevice, copy_stream_.get()));
+  slot.copied.record(copy_stream_.get());
+  slot.copied.wait_on(stream_.get());
+  return static_cast<const float*>(slot.device);
 }
 
 template <typename Act>
@@ -390,8 +416,8 @@ void CudaBackend<Act>::log_softmax_forward(float* logprobs, const Act* logits, i
 template <typename Act>
 void CudaBackend<Act>::ctc_loss(double* losses, Act* dlogits, const float* logprobs,
                                 const int32_t* targets, const int32_t* target_lengths,
-                                const int32_t* input_lengths, const double* grad_scale, int B,
-                                int T, int V) {
+                                const int32_t* input_lengths, const double* grad_scale,
+                                const float* loss_scale, double* loss_sum, int B, int T, int V) {
   check_ctc_arguments(targets, target_lengths, input_lengths, B, T, V);
   MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (B == 0) return;
@@ -407,9 +433,7 @@ void CudaBackend<Act>::ctc_loss(double* losses, Act* dlogits, const float* logpr
   const size_t at_grad_scale = grad_scale ? pack.add(grad_scale, size_t(B)) : 0;
   const size_t at_scratch_offsets = pack.add(layout.scratch_offsets.data(), size_t(B));
   unsigned char* arguments = scratch_of<unsigned char>(kCtcArguments, pack.size());
-  // From pageable host memory: staged before the call returns.
-  CUDA_CHECK(
-      cudaMemcpyAsync(arguments, pack.data(), pack.size(), cudaMemcpyHostToDevice, stream_.get()));
+  staging_.copy_to_device(arguments, pack.data(), pack.size(), stream_.get());
 
   CtcDeviceArgs args;
   args.targets = reinterpret_cast<const int32_t*>(arguments + at_targets);
@@ -419,41 +443,32 @@ void CudaBackend<Act>::ctc_loss(double* losses, Act* dlogits, const float* logpr
   args.grad_scale =
       grad_scale ? reinterpret_cast<const double*>(arguments + at_grad_scale) : nullptr;
   args.scratch_offsets = reinterpret_cast<const int64_t*>(arguments + at_scratch_offsets);
+  args.loss_scale = loss_scale;
   args.scratch = scratch_of<double>(kCtcWork, std::max<size_t>(layout.scratch_doubles, 1));
-  double* device_losses = scratch_of<double>(kResults, size_t(B));
-  cuda_ctc_loss(device_losses, dlogits, logprobs, args, B, T, V, layout.max_target_length,
+  cuda_ctc_loss(losses, dlogits, logprobs, args, B, T, V, layout.max_target_length, loss_sum,
                 stream_.get());
-  to_host(losses, device_losses, sizeof(double) * size_t(B));
 }
 
 // ---- optimizer --------------------------------------------------------------
 
 template <typename Act>
-double CudaBackend<Act>::sum_squares(const float* g, size_t n) {
-  double* results = scratch_of<double>(kResults, 1 + size_t(kReductionBlocks));
-  cuda_sum_squares(results, g, n, results + 1, stream_.get());
-  double sum = 0.0;
-  to_host(&sum, results, sizeof(double));
-  return sum;
+void CudaBackend<Act>::add_sum_squares(double* sum, const float* g, size_t n) {
+  cuda_add_sum_squares(sum, g, n, scratch_of<double>(kPartials, size_t(kReductionBlocks)),
+                       stream_.get());
 }
 
 template <typename Act>
-bool CudaBackend<Act>::has_nonfinite(const float* g, size_t n) {
-  int* flag = scratch_of<int>(kResults, 1);
-  cuda_has_nonfinite(flag, g, n, stream_.get());
-  int found = 0;
-  to_host(&found, flag, sizeof(int));
-  return found != 0;
+void CudaBackend<Act>::decide_step(StepControl* control, const StepRule& rule) {
+  cuda_decide_step(control, rule, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::adamw_step(float* w, Act* w_act, const float* g, float* m, float* v,
-                                  size_t n, float lr, float beta1, float beta2, float eps,
-                                  float weight_decay, int step, float grad_scale) {
-  MPIASR_CHECK(step >= 1, "adamw_step: step " << step << " (steps count from 1)");
-  const AdamWCoefficients<float> coefficients =
-      adamw_coefficients<float>(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
-  cuda_adamw_step(w, w_act, g, m, v, n, coefficients, stream_.get());
+                                  const AdamWSegment* segments, int segment_count,
+                                  size_t state_elements, const AdamWHyper& hyper,
+                                  const StepControl* control) {
+  cuda_adamw_step(w, w_act, g, m, v, segments, segment_count, state_elements, hyper, control,
+                  stream_.get());
 }
 
 template class CudaBackend<__half>;

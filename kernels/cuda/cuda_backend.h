@@ -1,9 +1,10 @@
 // The CUDA backend: kernels/backend.h on one GPU with 16-bit activations and
-// weight copies (Act = Act for fp16-mixed, __nv_bfloat16 for bf16-mixed)
+// weight copies (Act = __half for fp16-mixed, __nv_bfloat16 for bf16-mixed)
 // and fp32 master weights, weight gradients, optimizer state and statistics
-// (Acc = float). Every operation is queued on
-// one compute stream (stream()); methods that return host values (to_host,
-// ctc_loss, sum_squares, has_nonfinite) wait for it.
+// (Acc = float). Every operation is queued on one compute stream (stream());
+// only to_host and synchronize wait for it. A training step queues its work
+// without waiting (DESIGN.md "A step without host synchronization"): losses,
+// norms and the loss scale stay on the device (kernels/step_control.h).
 //
 // Memory: all device memory comes from one DeviceArena reserved at
 // construction (default: the device's free memory less reserve_bytes, which
@@ -13,9 +14,15 @@
 // buffers that grow on the first batches of a new shape and are reused after,
 // so a step never calls cudaMalloc.
 //
-// Host arguments (lengths, targets, grad scales) are uploaded on the compute
-// stream; lengths are uploaded only when they change, so the blocks of one
-// step share one upload. Kernels and their math: kernels/cuda/*.cu.
+// Host arguments (lengths, targets, grad scales, to_device's data) go through
+// a ring of pinned memory (PinnedStaging) on the compute stream, so the host
+// does not wait for a copy; lengths are uploaded only when they change, so
+// the blocks of one step share one upload. The input features (upload_input)
+// are double-buffered: pinned memory and device memory per slot, the copy
+// queued on a copy stream of its own after the compute work that last read
+// the slot, and the compute stream waiting for the copy's event, so the next
+// batch's copy overlaps this batch's work. Kernels and their math:
+// kernels/cuda/*.cu.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -33,6 +40,7 @@
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/cuda/device_arena.h"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace mpiasr {
 
@@ -50,6 +58,9 @@ template <typename Act>
 class CudaBackend : public Backend<Act, float> {
  public:
   static constexpr size_t kCublasWorkspace = size_t(32) << 20;
+  // The pinned ring of host arguments: many steps' worth of lengths and CTC
+  // arguments, so the host waits only when it is that far ahead.
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
 
   explicit CudaBackend(const CudaBackendOptions& options = {});
   ~CudaBackend() override;
@@ -67,6 +78,7 @@ class CudaBackend : public Backend<Act, float> {
   void release(void* ptr) override;
   void to_device(void* dst, const void* host_src, size_t bytes) override;
   void to_host(void* host_dst, const void* src, size_t bytes) override;
+  const float* upload_input(const float* host_src, size_t n) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void zero(void* ptr, size_t bytes) override;
   void synchronize() override;
@@ -128,13 +140,14 @@ class CudaBackend : public Backend<Act, float> {
   void log_softmax_forward(float* logprobs, const Act* logits, int N, int V) override;
   void ctc_loss(double* losses, Act* dlogits, const float* logprobs, const int32_t* targets,
                 const int32_t* target_lengths, const int32_t* input_lengths,
-                const double* grad_scale, int B, int T, int V) override;
+                const double* grad_scale, const float* loss_scale, double* loss_sum, int B, int T,
+                int V) override;
 
-  double sum_squares(const float* g, size_t n) override;
-  bool has_nonfinite(const float* g, size_t n) override;
-  void adamw_step(float* w, Act* w_act, const float* g, float* m, float* v, size_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int step,
-                  float grad_scale) override;
+  void add_sum_squares(double* sum, const float* g, size_t n) override;
+  void decide_step(StepControl* control, const StepRule& rule) override;
+  void adamw_step(float* w, Act* w_act, const float* g, float* m, float* v,
+                  const AdamWSegment* segments, int segment_count, size_t state_elements,
+                  const AdamWHyper& hyper, const StepControl* control) override;
 
  private:
   // The backend's own device buffers, one per purpose, grown on demand.
@@ -149,7 +162,6 @@ class CudaBackend : public Backend<Act, float> {
     kLengths,
     kCtcArguments,
     kCtcWork,
-    kResults,
     kScratchCount
   };
   struct ScratchBuffer {
@@ -170,11 +182,23 @@ class CudaBackend : public Backend<Act, float> {
   // cos and sin tables [T, Dh / 2] for RoPE.
   void rope_tables(int T, int Dh, const float** cos_table, const float** sin_table);
 
+  // One of upload_input's two buffers.
+  struct InputSlot {
+    void* device = nullptr;  // arena memory
+    PinnedBuffer pinned;
+    CudaEvent copied;    // on the copy stream, after the copy into `device`
+    CudaEvent consumed;  // on the compute stream, after the work that read it
+  };
+
   int device_;
   size_t conv2d_column_budget_;
   CudaDeviceInfo info_;
   CudaStream stream_;
+  CudaStream copy_stream_;
   std::unique_ptr<DeviceArena> arena_;
+  PinnedStaging staging_{kStagingBytes};
+  std::array<InputSlot, 2> input_slots_;
+  int input_slot_ = 0;  // the slot upload_input handed out last
   CublasHandle cublas_;
   void* cublas_workspace_ = nullptr;
   std::array<ScratchBuffer, kScratchCount> scratch_{};

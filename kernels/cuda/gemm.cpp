@@ -11,6 +11,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/gemm_check.h"
 
@@ -26,6 +27,7 @@ void cuda_gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int M, int N, 
   MPIASR_CHECK(c_type == ab_type || c_type == CUDA_R_32F, "gemm output type " << int(c_type));
   const cublasOperation_t op_a = trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_b = trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+  cuda_detail::count_launch();
   if (batch == 1) {
     CUBLAS_CHECK(cublasGemmEx(handle, op_b, op_a, N, M, K, &alpha, B, ab_type, ldb, A, ab_type, lda,
                               &beta, C, c_type, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));

@@ -10,7 +10,9 @@
 
 #include "kernels/cpu/gemm.h"
 
-struct cublasContext {};
+struct cublasContext {
+  cudaStream_t stream = nullptr;
+};
 
 namespace {
 
@@ -35,36 +37,20 @@ std::vector<float> to_floats(const void* x, cudaDataType type, size_t count, lon
   return out;
 }
 
-cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
-                    int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype,
-                    int lda, long long stride_a, const void* B, cudaDataType Btype, int ldb,
-                    long long stride_b, const void* beta, void* C, cudaDataType Ctype, int ldc,
-                    long long stride_c, int batch, cublasComputeType_t compute) {
-  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  if ((Atype != CUDA_R_16F && Atype != CUDA_R_16BF) || Btype != Atype ||
-      (Ctype != Atype && Ctype != CUDA_R_32F) || compute != CUBLAS_COMPUTE_32F) {
-    return CUBLAS_STATUS_NOT_SUPPORTED;
-  }
-  const auto valid_op = [](cublasOperation_t op) {
-    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
-  };
-  const bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;  // real data: C is T
-  if (!valid_op(transa) || !valid_op(transb) || m < 0 || n < 0 || k < 0 || batch < 0 ||
-      lda < std::max(1, ta ? k : m) || ldb < std::max(1, tb ? n : k) || ldc < std::max(1, m) ||
-      !alpha || !beta) {
-    return CUBLAS_STATUS_INVALID_VALUE;
-  }
-  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
-  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+// The product gemm() below asks for, its arguments checked: A and B of the
+// 16-bit `type`, C of that type or float.
+void multiply(bool ta, bool tb, int m, int n, int k, float a, const void* A, int lda,
+              long long stride_a, const void* B, int ldb, long long stride_b, cudaDataType type,
+              float b, void* C, cudaDataType Ctype, int ldc, long long stride_c, int batch) {
   const size_t span_a = span(ta ? k : m, ta ? m : k, lda);
   const size_t span_b = span(tb ? n : k, tb ? k : n, ldb);
   const size_t span_c = span(m, n, ldc);
-  const std::vector<float> fa = to_floats(A, Atype, span_a, stride_a, batch);
-  const std::vector<float> fb = to_floats(B, Btype, span_b, stride_b, batch);
+  const std::vector<float> fa = to_floats(A, type, span_a, stride_a, batch);
+  const std::vector<float> fb = to_floats(B, type, span_b, stride_b, batch);
   if (Ctype == CUDA_R_32F) {
     mpiasr::cpu_gemm<float>(tb, ta, n, m, k, a, fb.data(), ldb, int64_t(span_b), fa.data(), lda,
                             int64_t(span_a), b, static_cast<float*>(C), ldc, stride_c, batch);
-    return CUBLAS_STATUS_SUCCESS;
+    return;
   }
   // beta == 0: C is not read (it may hold anything, NaN included).
   std::vector<float> fc = b == 0.0f ? std::vector<float>(span_c * size_t(batch), 0.0f)
@@ -85,6 +71,40 @@ cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOpera
       }
     }
   }
+}
+
+cublasStatus_t gemm(cublasHandle_t handle, cublasOperation_t transa, cublasOperation_t transb,
+                    int m, int n, int k, const void* alpha, const void* A, cudaDataType Atype,
+                    int lda, long long stride_a, const void* B, cudaDataType Btype, int ldb,
+                    long long stride_b, const void* beta, void* C, cudaDataType Ctype, int ldc,
+                    long long stride_c, int batch, cublasComputeType_t compute) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if ((Atype != CUDA_R_16F && Atype != CUDA_R_16BF) || Btype != Atype ||
+      (Ctype != Atype && Ctype != CUDA_R_32F) || compute != CUBLAS_COMPUTE_32F) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  const auto valid_op = [](cublasOperation_t op) {
+    return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C;
+  };
+  const bool ta = transa != CUBLAS_OP_N, tb = transb != CUBLAS_OP_N;  // real data: C is T
+  if (!valid_op(transa) || !valid_op(transb) || m < 0 || n < 0 || k < 0 || batch < 0 ||
+      lda < std::max(1, ta ? k : m) || ldb < std::max(1, tb ? n : k) || ldc < std::max(1, m) ||
+      !alpha || !beta) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  mpiasr::emu::detail::count_launch();
+  if (m == 0 || n == 0 || batch == 0) return CUBLAS_STATUS_SUCCESS;
+  // Host scalars are read now, as cuBLAS reads them when the call is made.
+  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  if (mpiasr::emu::detail::stream_is_capturing(handle->stream)) {
+    mpiasr::emu::detail::record_work(handle->stream, [=] {
+      multiply(ta, tb, m, n, k, a, A, lda, stride_a, B, ldb, stride_b, Atype, b, C, Ctype, ldc,
+               stride_c, batch);
+    });
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  multiply(ta, tb, m, n, k, a, A, lda, stride_a, B, ldb, stride_b, Atype, b, C, Ctype, ldc,
+           stride_c, batch);
   return CUBLAS_STATUS_SUCCESS;
 }
 
@@ -104,8 +124,9 @@ cublasStatus_t cublasDestroy(cublasHandle_t handle) {
 
 cublasStatus_t cublasSetStream(cublasHandle_t handle, cudaStream_t stream) {
   if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
-  return mpiasr::emu::detail::stream_is_valid(stream) ? CUBLAS_STATUS_SUCCESS
-                                                      : CUBLAS_STATUS_INVALID_VALUE;
+  if (!mpiasr::emu::detail::stream_is_valid(stream)) return CUBLAS_STATUS_INVALID_VALUE;
+  handle->stream = stream;
+  return CUBLAS_STATUS_SUCCESS;
 }
 
 cublasStatus_t cublasSetWorkspace(cublasHandle_t handle, void* workspace, size_t bytes) {

@@ -10,7 +10,9 @@
 // alpha and beta in float and one rounding to C's type, as cuBLAS does (the
 // order of the float sums differs). alpha and beta are host pointers. Other
 // data or compute types give CUBLAS_STATUS_NOT_SUPPORTED. Work runs before the
-// call returns, so the handle's stream and workspace are only checked.
+// call returns, or is recorded (with alpha and beta as they are now) when the
+// handle's stream is capturing a graph (runtime.h); each call counts as one
+// launch. The workspace is only checked.
 #pragma once
 
 #include <cstdint>

@@ -684,6 +684,17 @@ void set_schedule(Schedule schedule) {
 
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, void (*body)(const void*), const void* closure) {
+  detail::check_launch(site, grid, block, dynamic_shared_bytes);
+  if (!detail::stream_is_valid(stream)) {
+    launch_failed(site, "the stream was not created or has been destroyed");
+  }
+  detail::count_launch();
+  detail::run_grid(site, grid, block, dynamic_shared_bytes, body, closure);
+}
+
+namespace detail {
+
+void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlock.x ||
       block.y > kMaxBlock.y || block.z > kMaxBlock.z || threads > kMaxThreadsPerBlock) {
@@ -701,10 +712,13 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
                             " bytes of dynamic shared memory, more than the " +
                             std::to_string(kSharedBytesPerBlock) + " a block may have");
   }
-  if (!detail::stream_is_valid(stream)) {
-    launch_failed(site, "the stream was not created or has been destroyed");
-  }
   if (runner.in_block()) launch_failed(site, "launched from inside a kernel");
+}
+
+void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+              void (*body)(const void*), const void* closure) {
+  check_launch(site, grid, block, dynamic_shared_bytes);
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   const Launch launch{grid,    block,        dynamic_shared_bytes,   body,
                       closure, int(threads), schedule_setting.load()};
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
@@ -717,6 +731,8 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
   }
   if (!error.empty()) launch_failed(site, error);
 }
+
+}  // namespace detail
 
 namespace detail {
 

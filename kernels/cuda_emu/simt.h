@@ -71,6 +71,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <source_location>
 #include <type_traits>
 
@@ -120,12 +121,35 @@ struct LaunchSite {
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, void (*body)(const void*), const void* closure);
 
+namespace detail {
+// The runtime's side of launches (runtime.cpp): whether `stream` is being
+// captured into a graph, recording work into that graph, and the count of
+// launches the host issued.
+bool stream_is_capturing(cudaStream_t stream);
+void record_work(cudaStream_t stream, std::function<void()> work);
+void count_launch();
+// Throws as launch() does for a bad configuration.
+void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
+// launch() without the stream and the count: what a graph replays.
+void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+              void (*body)(const void*), const void* closure);
+}  // namespace detail
+
+// A launch on a capturing stream is checked now and recorded with a copy of
+// its arguments (as CUDA captures them by value), to run when the graph does.
 template <typename Body>
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, const Body& body) {
-  launch(
-      site, grid, block, dynamic_shared_bytes, stream,
-      [](const void* closure) { (*static_cast<const Body*>(closure))(); }, &body);
+  constexpr auto trampoline = [](const void* closure) { (*static_cast<const Body*>(closure))(); };
+  if (detail::stream_is_capturing(stream)) {
+    detail::check_launch(site, grid, block, dynamic_shared_bytes);
+    detail::count_launch();
+    detail::record_work(stream, [=, copy = body] {
+      detail::run_grid(site, grid, block, dynamic_shared_bytes, trampoline, &copy);
+    });
+    return;
+  }
+  launch(site, grid, block, dynamic_shared_bytes, stream, trampoline, &body);
 }
 
 // The order in which a block's threads start or resume between two barriers:

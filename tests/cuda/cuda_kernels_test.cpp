@@ -538,12 +538,27 @@ TYPED_TEST(CudaCtcLoss, LossesAndGradientsMatchCpu) {
   cpu().log_softmax_forward(logprobs.data(), random_floats(n, 100, -5.0f, 5.0f).data(), B * T, V);
   auto d_logprobs = upload_float(be, logprobs);
   cuda_test::DeviceArray<Act> dlogits(be, n);
+  cuda_test::DeviceArray<double> d_losses(be, size_t(B)), d_loss_sum(be, 1);
+  // The loss scale and the loss sum live on the device (the step control).
+  const float loss_scale = 4.0f;
+  const double sum_before = 0.5;
+  auto d_loss_scale = upload_float(be, {loss_scale});
+  be.to_device(d_loss_sum.get(), &sum_before, sizeof sum_before);
+  grad_scale[2] = 0.0;  // left out of the sum
   std::vector<double> losses(B), expected_losses(B);
-  be.ctc_loss(losses.data(), dlogits.get(), d_logprobs->get(), targets.data(),
-              target_lengths.data(), input_lengths.data(), grad_scale.data(), B, T, V);
+  be.ctc_loss(d_losses.get(), dlogits.get(), d_logprobs->get(), targets.data(),
+              target_lengths.data(), input_lengths.data(), grad_scale.data(), d_loss_scale->get(),
+              d_loss_sum.get(), B, T, V);
+  be.to_host(losses.data(), d_losses.get(), losses.size() * sizeof(double));
   std::vector<float> expected_grad(n);
+  double expected_sum = sum_before;
   cpu().ctc_loss(expected_losses.data(), expected_grad.data(), logprobs.data(), targets.data(),
-                 target_lengths.data(), input_lengths.data(), grad_scale.data(), B, T, V);
+                 target_lengths.data(), input_lengths.data(), grad_scale.data(), &loss_scale,
+                 &expected_sum, B, T, V);
+  double loss_sum = 0.0;
+  be.to_host(&loss_sum, d_loss_sum.get(), sizeof loss_sum);
+  EXPECT_TRUE(std::isinf(expected_sum)) << "utterance 1 is infeasible and kept";
+  EXPECT_EQ(loss_sum, expected_sum);
   for (int b = 0; b < B; ++b) {
     if (std::isinf(expected_losses[size_t(b)])) {
       EXPECT_TRUE(std::isinf(losses[size_t(b)])) << "utterance " << b;
@@ -557,24 +572,41 @@ TYPED_TEST(CudaCtcLoss, LossesAndGradientsMatchCpu) {
   EXPECT_EQ(losses[3], 0.0);
   expect_close(download(be, dlogits.get(), n), expected_grad, kActRtol<Act>, 1e-4, "dlogits");
 
-  // Loss only.
+  // Loss only; the feasible utterances' sum.
   std::vector<double> losses_only(B);
-  be.ctc_loss(losses_only.data(), nullptr, d_logprobs->get(), targets.data(), target_lengths.data(),
-              input_lengths.data(), nullptr, B, T, V);
+  be.to_device(d_loss_sum.get(), &sum_before, sizeof sum_before);
+  std::vector<double> feasible_scale(size_t(B), 1.0);
+  feasible_scale[1] = 0.0;
+  be.ctc_loss(d_losses.get(), nullptr, d_logprobs->get(), targets.data(), target_lengths.data(),
+              input_lengths.data(), nullptr, nullptr, nullptr, B, T, V);
+  be.to_host(losses_only.data(), d_losses.get(), losses_only.size() * sizeof(double));
   EXPECT_EQ(losses_only, losses);
+  be.ctc_loss(d_losses.get(), dlogits.get(), d_logprobs->get(), targets.data(),
+              target_lengths.data(), input_lengths.data(), feasible_scale.data(), nullptr,
+              d_loss_sum.get(), B, T, V);
+  be.to_host(&loss_sum, d_loss_sum.get(), sizeof loss_sum);
+  double feasible_sum = sum_before;
+  for (int b = 0; b < B; ++b) feasible_sum += b == 1 ? 0.0 : losses[size_t(b)];
+  EXPECT_EQ(loss_sum, feasible_sum);
 
   const int32_t blank_target[1] = {0}, one = 1, four = 4;
-  EXPECT_THROW(be.ctc_loss(losses.data(), nullptr, d_logprobs->get(), blank_target, &one, &four,
-                           nullptr, 1, T, V),
+  EXPECT_THROW(be.ctc_loss(d_losses.get(), nullptr, d_logprobs->get(), blank_target, &one, &four,
+                           nullptr, nullptr, nullptr, 1, T, V),
                Error);
   const int32_t long_input = T + 1;
-  EXPECT_THROW(be.ctc_loss(losses.data(), nullptr, d_logprobs->get(), targets.data(), &one,
-                           &long_input, nullptr, 1, T, V),
+  EXPECT_THROW(be.ctc_loss(d_losses.get(), nullptr, d_logprobs->get(), targets.data(), &one,
+                           &long_input, nullptr, nullptr, nullptr, 1, T, V),
                Error);
   EXPECT_GT(cuda_ctc_max_target_length(), 1000);
 }
 
-TYPED_TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
+// The step's optimizer work on the device: the sum of squares added to the
+// control (non-finite when a gradient is), the decision (kernels/step_control.h,
+// against the CPU backend's), AdamW from the decided coefficients in one launch
+// over segments laid out as a sharded optimizer's (moments compact, weights
+// with holes, two decays), against the CPU backend's loop over the segments;
+// the holes untouched, nothing on a skipped step.
+TYPED_TEST(CudaOptimizer, SumSquaresDecisionAndAdamW) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
@@ -584,38 +616,84 @@ TYPED_TEST(CudaOptimizer, SumSquaresNonFiniteAndAdamW) {
   auto d_g = upload_float(be, g);
   double expected = 0.0;
   for (float v : g) expected += double(v) * double(v);
-  EXPECT_NEAR(be.sum_squares(d_g->get(), n), expected, 1e-12 * expected);
-  EXPECT_EQ(be.sum_squares(d_g->get(), 0), 0.0);
-  EXPECT_FALSE(be.has_nonfinite(d_g->get(), n));
+  cuda_test::DeviceArray<StepControl> d_control(be, 1);
+  StepControl control;
+  control.grad_sum_squares = 2.0;
+  be.to_device(d_control.get(), &control, sizeof control);
+  be.add_sum_squares(&d_control.get()->grad_sum_squares, d_g->get(), n);
+  be.add_sum_squares(&d_control.get()->grad_sum_squares, d_g->get(), 0);
+  be.to_host(&control, d_control.get(), sizeof control);
+  EXPECT_NEAR(control.grad_sum_squares, 2.0 + expected, 1e-12 * expected);
+  // A NaN or an infinity anywhere makes the sum non-finite, so the decision skips.
   for (float bad : {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY}) {
     std::vector<float> with_bad = g;
     with_bad[n - 2] = bad;
     auto d_bad = upload_float(be, with_bad);
-    EXPECT_TRUE(be.has_nonfinite(d_bad->get(), n)) << bad;
-    EXPECT_FALSE(be.has_nonfinite(d_bad->get(), n - 2)) << bad;
+    StepControl fresh;
+    be.to_device(d_control.get(), &fresh, sizeof fresh);
+    be.add_sum_squares(&d_control.get()->grad_sum_squares, d_bad->get(), n);
+    be.to_host(&fresh, d_control.get(), sizeof fresh);
+    EXPECT_FALSE(std::isfinite(fresh.grad_sum_squares)) << bad;
   }
 
-  const size_t m = 5000;
-  std::vector<float> w = random_floats(m, 111), mom = random_floats(m, 112, 0.0f, 0.1f);
-  std::vector<float> vel = random_floats(m, 113, 0.0f, 0.01f);
+  const size_t m = 5000, state = 4000;
+  const std::vector<AdamWSegment> segments = {{0, 1000, 0, 1e-3f},
+                                              {1500, 1000, 1000, 0.0f},
+                                              {2500, 1000, 2000, 1e-3f},
+                                              {3990, 1000, 3000, 0.0f}};
+  cuda_test::DeviceArray<AdamWSegment> d_segments(be, segments.size());
+  be.to_device(d_segments.get(), segments.data(), segments.size() * sizeof(AdamWSegment));
+  std::vector<float> w = random_floats(m, 111), mom = random_floats(state, 112, 0.0f, 0.1f);
+  std::vector<float> vel = random_floats(state, 113, 0.0f, 0.01f);
   auto d_w = upload_float(be, w), d_m = upload_float(be, mom), d_v = upload_float(be, vel);
   auto d_grad = upload_float(be, std::vector<float>(g.begin(), g.begin() + m));
   cuda_test::DeviceArray<Act> w_half(be, m);
+  be.zero(w_half.get(), m * sizeof(Act));
   std::vector<float> ew = w, em = mom, ev = vel;
-  for (int step = 1; step <= 3; ++step) {
-    be.adamw_step(d_w->get(), w_half.get(), d_grad->get(), d_m->get(), d_v->get(), m, 1e-3f, 0.9f,
-                  0.98f, 1e-9f, 1e-3f, step, 0.5f);
-    cpu().adamw_step(ew.data(), nullptr, g.data(), em.data(), ev.data(), m, 1e-3f, 0.9f, 0.98f,
-                     1e-9f, 1e-3f, step, 0.5f);
+  // Loss scale 2 with the scaler on, clipping at 1: each step is decided on
+  // the device and on the host from the same sum, which must agree.
+  StepRule rule;
+  rule.scaler.enabled = 1;
+  rule.clip_norm = 1.0;
+  StepControl host;
+  host.scaler.scale = 2.0f;
+  host.lr = 1e-3f;
+  host.loss_divisor = 3.0;
+  be.to_device(d_control.get(), &host, sizeof host);
+  const AdamWHyper hyper{0.9f, 0.98f, 1e-9f};
+  const double sums[] = {4.0, 0.25, INFINITY, 9.0};
+  for (double sum : sums) {
+    host.grad_sum_squares = sum;
+    be.to_device(&d_control.get()->grad_sum_squares, &sum, sizeof sum);
+    be.decide_step(d_control.get(), rule);
+    cpu().decide_step(&host, rule);
+    be.adamw_step(d_w->get(), w_half.get(), d_grad->get(), d_m->get(), d_v->get(), d_segments.get(),
+                  int(segments.size()), state, hyper, d_control.get());
+    cpu().adamw_step(ew.data(), nullptr, g.data(), em.data(), ev.data(), segments.data(),
+                     int(segments.size()), state, hyper, &host);
   }
+  be.to_host(&control, d_control.get(), sizeof control);
+  EXPECT_EQ(control.optimizer_step, 3);
+  EXPECT_EQ(control.skipped, 1);
+  EXPECT_EQ(control.scaler.scale, 1.0f) << "halved at the non-finite step";
+  EXPECT_NEAR(control.grad_scale, host.grad_scale, 1e-7 * host.grad_scale);
+  EXPECT_NEAR(control.grad_norm, host.grad_norm, 1e-12 * host.grad_norm);
+  EXPECT_NEAR(control.bias_correction2, host.bias_correction2, 1e-15);
   const std::vector<float> got_w = download(be, d_w->get(), m);
   expect_close(got_w, ew, kFloatRtol, 1e-6, "w");
-  expect_close(download(be, d_m->get(), m), em, kFloatRtol, 1e-7, "m");
-  expect_close(download(be, d_v->get(), m), ev, kFloatRtol, 1e-8, "v");
-  EXPECT_EQ(download(be, w_half.get(), m), rounded<Act>(got_w));
-  EXPECT_THROW(be.adamw_step(d_w->get(), nullptr, d_grad->get(), d_m->get(), d_v->get(), m, 1e-3f,
-                             0.9f, 0.98f, 1e-9f, 0.0f, 0, 1.0f),
-               Error);
+  expect_close(download(be, d_m->get(), state), em, kFloatRtol, 1e-7, "m");
+  expect_close(download(be, d_v->get(), state), ev, kFloatRtol, 1e-8, "v");
+  for (size_t i : {size_t(1000), size_t(1499), size_t(3500), size_t(3989)}) {
+    EXPECT_EQ(got_w[i], w[i]) << "element " << i << " lies in no segment";
+  }
+  const std::vector<float> got_half = download(be, w_half.get(), m);
+  const std::vector<float> expected_half = rounded<Act>(got_w);
+  for (const AdamWSegment& segment : segments) {
+    for (size_t i = segment.offset; i < segment.offset + segment.count; ++i) {
+      ASSERT_EQ(got_half[i], expected_half[i]) << "element " << i;
+    }
+  }
+  EXPECT_EQ(got_half[1200], 0.0f) << "the compute copy is written in the segments only";
 }
 
 }  // namespace

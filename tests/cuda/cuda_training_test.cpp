@@ -141,10 +141,20 @@ TYPED_TEST(CudaTraining, TinyStepMatchesCpu) {
   }
   report("gradient of " + worst_name, "|gpu - cpu| / |cpu|", worst_tensor, P::kTensorTolerance);
 
+  // The step as the trainer takes it: the decision on each backend (the GPU's
+  // unscales by the loss scale and the token count), then AdamW.
   Optimizer<float, float> cpu_optimizer(cpu_params);
   Optimizer<Act, float> gpu_optimizer(gpu_params);
-  cpu_optimizer.step(kLr, 1.0f);
-  gpu_optimizer.step(kLr, unscale);
+  gpu_optimizer.set_state(0, {kLossScale, 0, 0});
+  cpu_optimizer.set_step_inputs(1.0, kLr);
+  cpu_optimizer.add_grad_sum_squares();
+  cpu_optimizer.decide(LossScalerRule{});
+  cpu_optimizer.step();
+  gpu_optimizer.set_step_inputs(tokens, kLr);
+  gpu_optimizer.add_grad_sum_squares();
+  gpu_optimizer.decide(LossScalerRule{.enabled = kLossScale > 1.0f ? 1 : 0});  // fp16 only
+  gpu_optimizer.step();
+  EXPECT_EQ(gpu_optimizer.read_control().grad_scale, unscale);
   const std::vector<float> cpu_master(cpu_params.master(), cpu_params.master() + n);
   const std::vector<float> gpu_master = cuda_test::download(gpu, gpu_params.master(), n);
   size_t far = 0;

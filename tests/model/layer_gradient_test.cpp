@@ -146,8 +146,7 @@ TEST_F(LayerGradientTest, ConformerBlock) {
   config.n_heads = kHeads;
   config.ff_mult = kHidden / kModel;
   config.conv_kernel = kKernel;
-  ConformerBlock<double, double> block(params_, arena_, "block", config, size_t(kBatch) * kFrames,
-                                       size_t(kBatch) * kFrames * kFrames);
+  ConformerBlock<double, double> block(params_, arena_, "block", config, size_t(kBatch) * kFrames);
   allocate();
   const size_t n = size_t(kBatch) * kFrames * kModel;
   std::vector<double> x = random_values(n, 3);
