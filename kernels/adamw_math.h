@@ -7,8 +7,9 @@
 //   w -= lr * ( (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + eps) + weight_decay * w )
 //
 // The weight-decay term uses w before the update (as PyTorch's AdamW does with
-// w *= 1 - lr * weight_decay) and never enters m or v. The bias corrections are
-// computed once per tensor on the host; R is the master-weight type.
+// w *= 1 - lr * weight_decay) and never enters m or v. The coefficients come
+// from the step's decision (kernels/step_control.h: lr, grad_scale and the
+// bias corrections, computed once per step); R is the master-weight type.
 #pragma once
 
 #include <cmath>
@@ -23,19 +24,6 @@ struct AdamWCoefficients {
   R bias_correction1;  // 1 - beta1^t
   R bias_correction2;  // 1 - beta2^t
 };
-
-template <typename R>
-inline AdamWCoefficients<R> adamw_coefficients(float lr, float beta1, float beta2, float eps,
-                                               float weight_decay, int step, float grad_scale) {
-  return {R(lr),
-          R(beta1),
-          R(beta2),
-          R(eps),
-          R(weight_decay),
-          R(grad_scale),
-          R(1.0 - std::pow(double(beta1), step)),
-          R(1.0 - std::pow(double(beta2), step))};
-}
 
 // Updates one weight w and its moments m, v from its gradient g.
 template <typename R>

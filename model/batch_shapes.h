@@ -9,9 +9,9 @@
 //   input_rows   max B x T        features, the subsampling's input
 //   conv1_rows   max B x T1       the first convolution's output
 //   rows         max B x T2       every [rows, d] stream of the encoder
-//   score_rows   max B x T2 x T2  one head's attention scores, for all B
 //
-// A batch fits the plan when each of its four products is within these
+// (Attention keeps no B x T2 x T2 score tensor: it is fused, model/attention.h.)
+// A batch fits the plan when each of its three products is within these
 // (Conformer checks every batch).
 #pragma once
 
@@ -48,7 +48,6 @@ class BatchShapes {
       input_rows_ = std::max(input_rows_, p.input_rows);
       conv1_rows_ = std::max(conv1_rows_, p.conv1_rows);
       rows_ = std::max(rows_, p.rows);
-      score_rows_ = std::max(score_rows_, p.score_rows);
     }
   }
   // Batches of up to `batch` utterances of up to `frames` frames each.
@@ -59,27 +58,25 @@ class BatchShapes {
   size_t input_rows() const { return input_rows_; }
   size_t conv1_rows() const { return conv1_rows_; }
   size_t rows() const { return rows_; }
-  size_t score_rows() const { return score_rows_; }
 
   bool fits(const BatchShape& shape) const {
     const Products p = products(shape);
     return shape.batch <= max_batch_ && shape.frames <= max_frames_ &&
-           p.input_rows <= input_rows_ && p.conv1_rows <= conv1_rows_ && p.rows <= rows_ &&
-           p.score_rows <= score_rows_;
+           p.input_rows <= input_rows_ && p.conv1_rows <= conv1_rows_ && p.rows <= rows_;
   }
 
  private:
   struct Products {
-    size_t input_rows, conv1_rows, rows, score_rows;
+    size_t input_rows, conv1_rows, rows;
   };
   static Products products(const BatchShape& s) {
     const size_t B = size_t(s.batch), T1 = size_t(std::max(0, (s.frames - 1) / 2)),
                  T2 = size_t(subsampled_frames(s.frames));
-    return {B * size_t(s.frames), B * T1, B * T2, B * T2 * T2};
+    return {B * size_t(s.frames), B * T1, B * T2};
   }
 
   int max_batch_ = 0, max_frames_ = 0;
-  size_t input_rows_ = 0, conv1_rows_ = 0, rows_ = 0, score_rows_ = 0;
+  size_t input_rows_ = 0, conv1_rows_ = 0, rows_ = 0;
 };
 
 }  // namespace mpiasr

@@ -15,8 +15,9 @@
 // backward finishes them from the end of the flat buffer to its start: the
 // head first, then block N-1 .. 0, then the subsampling. Every buffer is
 // planned at construction for the batch shapes it will see (BatchShapes: the
-// largest B x T, B x T2, B x T2 x T2 among them, not the largest B times the
-// largest T); a step never allocates on the backend.
+// largest B x T, B x T2 among them, not the largest B times the largest T); a
+// step never allocates on the backend, and its training form never waits for
+// the device: the loss scale comes from and the losses go to backend memory.
 #pragma once
 
 #include <cstdint>
@@ -39,12 +40,15 @@ template <typename Act, typename Acc>
 class Conformer {
  public:
   // Planned for every batch shape of `shapes` (model/batch_shapes.h).
+  // parameter_multiple: the parameter buffers' length is a multiple of it
+  // (ParameterStore; the sharded optimizer needs world size x the alignment).
   Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config, const BatchShapes& shapes,
-            uint64_t init_seed);
+            uint64_t init_seed, size_t parameter_multiple = kParameterAlignment);
   // Planned for batches of up to max_batch utterances of up to max_frames frames.
   Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config, int max_batch,
-            int max_frames, uint64_t init_seed)
-      : Conformer(backend, config, BatchShapes(max_batch, max_frames), init_seed) {}
+            int max_frames, uint64_t init_seed, size_t parameter_multiple = kParameterAlignment)
+      : Conformer(backend, config, BatchShapes(max_batch, max_frames), init_seed,
+                  parameter_multiple) {}
 
   ParameterStore<Act, Acc>& params() { return params_; }
   const ConformerConfig& config() const { return config_; }
@@ -53,14 +57,21 @@ class Conformer {
 
   // Forward + backward on one batch; weight gradients ACCUMULATE into
   // params().grad. Each utterance's gradient is scaled by
-  // loss_scale / loss_divisor.
-  // Infeasible utterances (fewer output frames than the CTC alignment needs)
-  // get loss 0 and zero gradient if zero_infinity, else the step throws an
-  // Error naming them. Returns the per-utterance losses (unscaled NLL).
+  // *loss_scale / loss_divisor; loss_scale is one float in backend memory
+  // (the StepControl's), null for 1. Infeasible utterances (fewer output
+  // frames than the CTC alignment needs) get loss 0 and zero gradient if
+  // zero_infinity, else the step throws an Error naming them. *loss_sum
+  // (backend memory, may be null) += the feasible utterances' losses
+  // (unscaled NLL), in order; nothing waits for the device.
   // dropout_seed must differ between steps (and ranks): dropout sites take
   // distinct counter ranges within a step. on_grads_ready(offset, count), if
   // set, is called once per layer in reverse layer order, as soon as the grad
   // elements [offset, offset + count) of the flat buffer are final.
+  void forward_backward(const BatchView& batch, double loss_divisor, const float* loss_scale,
+                        bool zero_infinity, uint64_t dropout_seed, double* loss_sum,
+                        const std::function<void(size_t, size_t)>& on_grads_ready = {});
+  // The same with a host loss scale, returning the per-utterance losses
+  // (infeasible ones 0): waits for the device.
   std::vector<double> forward_backward(
       const BatchView& batch, double loss_divisor, float loss_scale, bool zero_infinity,
       uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready = {});
@@ -92,8 +103,11 @@ class Conformer {
   Linear<Act, Acc> head_;
   ArenaSlot<Act> logits_, dlogits_, grad_a_, grad_b_;
   ArenaSlot<Acc> logprobs_;
+  ArenaSlot<double> losses_;     // per utterance, of the last forward_backward
+  ArenaSlot<float> loss_scale_;  // the host loss scale of the waiting form
   std::vector<int32_t> out_lengths_;
   std::vector<double> grad_scale_;
+  std::vector<int> infeasible_;           // of the last forward_backward
   std::vector<const Act*> block_inputs_;  // x0 of each block in the last forward
 };
 

@@ -7,7 +7,8 @@
 //   y  = LN(x4)
 //
 // The block keeps x1..x4 and y in the arena (x0 belongs to the caller); the
-// sub-layers keep what their own backward needs.
+// sub-layers keep what their own backward needs. Each residual sum is added by
+// the LayerNorm that follows it, in the same pass (PendingResidual).
 #pragma once
 
 #include <string>
@@ -26,8 +27,7 @@ template <typename Act, typename Acc>
 class ConformerBlock {
  public:
   ConformerBlock(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
-                 const std::string& name, const ConformerConfig& config, size_t max_rows,
-                 size_t max_score_rows);
+                 const std::string& name, const ConformerConfig& config, size_t max_rows);
 
   // Runs the block on x0 and returns y (in the arena, valid until the next forward).
   const Act* forward(LayerContext<Act, Acc>& ctx, const Act* x0) const;

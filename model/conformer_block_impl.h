@@ -13,13 +13,12 @@ namespace mpiasr {
 template <typename Act, typename Acc>
 ConformerBlock<Act, Acc>::ConformerBlock(ParameterStore<Act, Acc>& params,
                                          ActivationArena<Act, Acc>& arena, const std::string& name,
-                                         const ConformerConfig& config, size_t max_rows,
-                                         size_t max_score_rows)
+                                         const ConformerConfig& config, size_t max_rows)
     : d_model_(config.d_model),
       first_parameter_(int(params.infos().size())),
       ff1_(params, arena, name + ".ff1", config.d_model, config.ff_mult * config.d_model, max_rows,
            config.layernorm_eps),
-      attn_(params, arena, name + ".attn", config.d_model, config.n_heads, max_rows, max_score_rows,
+      attn_(params, arena, name + ".attn", config.d_model, config.n_heads, max_rows,
             config.layernorm_eps),
       conv_(params, arena, name + ".conv", config.d_model, config.conv_kernel, max_rows,
             config.layernorm_eps),
@@ -35,24 +34,20 @@ ConformerBlock<Act, Acc>::ConformerBlock(ParameterStore<Act, Acc>& params,
 
 template <typename Act, typename Acc>
 const Act* ConformerBlock<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const Act* x0) const {
-  Act* x1 = ctx.arena.get(x1_);
-  Act* x2 = ctx.arena.get(x2_);
-  Act* x3 = ctx.arena.get(x3_);
-  Act* x4 = ctx.arena.get(x4_);
   Act* y = ctx.arena.get(y_);
-  ff1_.forward(ctx, x1, x0);
-  attn_.forward(ctx, x2, x1);
-  conv_.forward(ctx, x3, x2);
-  ff2_.forward(ctx, x4, x3);
-  norm_out_.forward(ctx, y, x4);
+  PendingResidual<Act> sum{x0};
+  sum = ff1_.forward(ctx, nullptr, sum);  // x0 is whole: nothing to write
+  sum = attn_.forward(ctx, ctx.arena.get(x1_), sum);
+  sum = conv_.forward(ctx, ctx.arena.get(x2_), sum);
+  sum = ff2_.forward(ctx, ctx.arena.get(x3_), sum);
+  norm_out_.forward_residual(ctx, ctx.arena.get(x4_), y, sum);
   return y;
 }
 
 template <typename Act, typename Acc>
 void ConformerBlock<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, const Act* x0,
                                         const Act* d_out, Act* d_in) const {
-  ctx.backend.zero(d_in, size_t(ctx.rows()) * d_model_ * sizeof(Act));
-  norm_out_.backward(ctx, d_in, d_out, ctx.arena.get(x4_));
+  norm_out_.backward(ctx, d_in, d_out, ctx.arena.get(x4_), false);
   ff2_.backward(ctx, d_in, ctx.arena.get(x3_));
   conv_.backward(ctx, d_in, ctx.arena.get(x2_));
   attn_.backward(ctx, d_in, ctx.arena.get(x1_));

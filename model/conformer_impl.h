@@ -1,6 +1,6 @@
 // Definitions of Conformer (model/conformer.h), included by the translation
 // units that instantiate it for their <Act, Acc> (model/conformer.cpp for the
-// CPU types; the CUDA library for <__half, float>).
+// CPU types; the CUDA library for <__half, float> and <__nv_bfloat16, float>).
 #pragma once
 
 #include <algorithm>
@@ -35,11 +35,12 @@ inline std::string utterance_name(const BatchView& batch, int b) {
 
 template <typename Act, typename Acc>
 Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig& config,
-                               const BatchShapes& shapes, uint64_t init_seed)
+                               const BatchShapes& shapes, uint64_t init_seed,
+                               size_t parameter_multiple)
     : backend_(backend),
       config_(detail::validated(config)),
       shapes_(shapes),
-      params_(backend),
+      params_(backend, parameter_multiple),
       arena_(backend),
       subsampling_(params_, arena_, "encoder.subsampling", config.n_mels,
                    config.subsampling_channels, config.d_model, shapes) {
@@ -47,8 +48,7 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
   const size_t max_rows = shapes.rows();
   blocks_.reserve(size_t(config.n_layers));
   for (int i = 0; i < config.n_layers; ++i) {
-    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_rows,
-                         shapes.score_rows());
+    blocks_.emplace_back(params_, arena_, "encoder.layers." + std::to_string(i), config, max_rows);
   }
   head_ = Linear<Act, Acc>(params_, "ctc_head", d, config.vocab_size);
   MPIASR_CHECK(params_.num_parameters() == count_parameters(config),
@@ -56,13 +56,14 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
                              << count_parameters(config));
 
   const int wide_cols = std::max({config.ff_mult * d, 3 * d, 2 * d});
-  workspace_.reserve(arena_, max_rows, d, wide_cols,
-                     SelfAttention<Act, Acc>::score_elements(shapes.score_rows(), config.n_heads));
+  workspace_.reserve(arena_, max_rows, d, wide_cols);
   logits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   dlogits_ = arena_.template reserve<Act>(max_rows * config.vocab_size);
   logprobs_ = arena_.template reserve<Acc>(max_rows * config.vocab_size);
   grad_a_ = arena_.template reserve<Act>(max_rows * d);
   grad_b_ = arena_.template reserve<Act>(max_rows * d);
+  losses_ = arena_.template reserve<double>(size_t(shapes.max_batch()));
+  loss_scale_ = arena_.template reserve<float>(1);
   params_.allocate(init_seed);
   arena_.allocate();
   out_lengths_.resize(size_t(shapes.max_batch()));
@@ -134,6 +135,21 @@ template <typename Act, typename Acc>
 std::vector<double> Conformer<Act, Acc>::forward_backward(
     const BatchView& batch, double loss_divisor, float loss_scale, bool zero_infinity,
     uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready) {
+  float* device_scale = arena_.get(loss_scale_);
+  backend_.to_device(device_scale, &loss_scale, sizeof loss_scale);
+  forward_backward(batch, loss_divisor, device_scale, zero_infinity, dropout_seed, nullptr,
+                   on_grads_ready);
+  std::vector<double> losses(size_t(batch.batch_size));
+  backend_.to_host(losses.data(), arena_.get(losses_), losses.size() * sizeof(double));
+  for (int b : infeasible_) losses[size_t(b)] = 0.0;
+  return losses;
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::forward_backward(
+    const BatchView& batch, double loss_divisor, const float* loss_scale, bool zero_infinity,
+    uint64_t dropout_seed, double* loss_sum,
+    const std::function<void(size_t, size_t)>& on_grads_ready) {
   const int B = batch.batch_size, V = config_.vocab_size;
   const int T2 = prepare(batch);
   MPIASR_CHECK(loss_divisor > 0.0, "loss_divisor = " << loss_divisor);
@@ -148,8 +164,9 @@ std::vector<double> Conformer<Act, Acc>::forward_backward(
     MPIASR_FAIL(ExitCode::kBadInput, detail::utterance_name(batch, problem->utterance)
                                          << " has " << problem->what);
   }
-  std::vector<int> infeasible;
-  const double scale = double(loss_scale) / loss_divisor;
+  std::vector<int>& infeasible = infeasible_;
+  infeasible.clear();
+  const double scale = 1.0 / loss_divisor;
   size_t start = 0;
   for (int b = 0; b < B; ++b) {
     const int U = batch.target_lengths[size_t(b)];
@@ -174,11 +191,10 @@ std::vector<double> Conformer<Act, Acc>::forward_backward(
 
   LayerContext<Act, Acc> ctx = context(B, T2, config_.dropout, dropout_seed);
   const Act* encoded = forward(ctx, batch);
-  std::vector<double> losses(static_cast<size_t>(B));
   Act* dlogits = arena_.get(dlogits_);
-  backend_.ctc_loss(losses.data(), dlogits, arena_.get(logprobs_), batch.targets.data(),
-                    batch.target_lengths.data(), out_lengths_.data(), grad_scale_.data(), B, T2, V);
-  for (int b : infeasible) losses[size_t(b)] = 0.0;
+  backend_.ctc_loss(arena_.get(losses_), dlogits, arena_.get(logprobs_), batch.targets.data(),
+                    batch.target_lengths.data(), out_lengths_.data(), grad_scale_.data(),
+                    loss_scale, loss_sum, B, T2, V);
 
   auto ready = [&](int first, int last) {
     if (!on_grads_ready || first == last) return;
@@ -196,7 +212,6 @@ std::vector<double> Conformer<Act, Acc>::forward_backward(
   }
   subsampling_.backward(ctx, d_out, batch.max_frames);
   ready(subsampling_.first_parameter(), subsampling_.last_parameter());
-  return losses;
 }
 
 template <typename Act, typename Acc>

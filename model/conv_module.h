@@ -6,8 +6,11 @@
 //   out = x + Dropout(s W2^T + b2)              W2 [d, d]
 //
 // Frames t >= L_b are zeros on the depthwise input and output, so padding
-// never reaches a valid frame. Saved for backward: LN(x) [rows, d], the
-// pointwise output [rows, 2d], g, c, LN2(c) and s [rows, d].
+// never reaches a valid frame. LN2 and Swish run as one op; the residual sum
+// is left pending for the next sub-layer's LayerNorm to add
+// (PendingResidual), as the sum before it is added by this one's. Saved for
+// backward: LN(x) [rows, d], the pointwise output [rows, 2d], g, c, LN2(c)
+// and s [rows, d].
 #pragma once
 
 #include <string>
@@ -24,8 +27,10 @@ class ConvModule {
   ConvModule(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
              const std::string& name, int d_model, int kernel, size_t max_rows, float eps);
 
-  // x_out = x_in + Conv(x_in), both [B, T, d]; x_out must not alias x_in.
-  void forward(LayerContext<Act, Acc>& ctx, Act* x_out, const Act* x_in) const;
+  // x_in = the sum `in` (written to x when it has a branch; x [B, T, d]);
+  // returns the pending x_in + Dropout(Conv(x_in)).
+  PendingResidual<Act> forward(LayerContext<Act, Acc>& ctx, Act* x,
+                               const PendingResidual<Act>& in) const;
   // dx: on entry d loss / d x_out, on exit d loss / d x_in (updated in place).
   void backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const;
 

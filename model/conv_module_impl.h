@@ -28,10 +28,10 @@ ConvModule<Act, Acc>::ConvModule(ParameterStore<Act, Acc>& params, ActivationAre
 }
 
 template <typename Act, typename Acc>
-void ConvModule<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x_out, const Act* x_in) const {
+PendingResidual<Act> ConvModule<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x,
+                                                   const PendingResidual<Act>& in) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int rows = ctx.rows();
-  const size_t n = size_t(rows) * d_model_;
   Act* normed = ctx.arena.get(normed_);
   Act* pointwise = ctx.arena.get(pointwise_);
   Act* gated = ctx.arena.get(gated_);
@@ -40,29 +40,22 @@ void ConvModule<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x_out, cons
   Act* swished = ctx.arena.get(swished_);
   Act* y = ctx.scratch_rows(0);
 
-  norm_.forward(ctx, normed, x_in);
+  const Act* x_in = norm_.forward_residual(ctx, x, normed, in);
   pointwise1_.forward(ctx, pointwise, normed, rows);
   be.glu_forward(gated, pointwise, rows, d_model_);
   be.depthwise_conv1d_forward(conv, gated, ctx.params.weight(depthwise_weight_),
                               ctx.params.weight(depthwise_bias_), ctx.lengths, ctx.batch,
                               ctx.frames, d_model_, kernel_);
-  conv_norm_.forward(ctx, conv_normed, conv);
-  be.swish_forward(swished, conv_normed, n);
+  conv_norm_.forward_swish(ctx, conv_normed, swished, conv);
   pointwise2_.forward(ctx, y, swished, rows);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_forward(y, y, ctx.dropout, ctx.dropout_seed,
-                       dropout_offset(pointwise2_.weight_index()), n);
-  }
-  be.add_scaled(x_out, x_in, y, 1.0f, n);
+  return {x_in, y, 1.0f, dropout_offset(pointwise2_.weight_index())};
 }
 
 template <typename Act, typename Acc>
 void ConvModule<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int rows = ctx.rows();
-  const size_t n = size_t(rows) * d_model_;
   Act* dswished = ctx.scratch_rows(1);
-  Act* dconv_normed = ctx.scratch_rows(2);
   Act* dconv = ctx.scratch_rows(3);
   Act* dgated = ctx.scratch_rows(4);
   Act* dpointwise = ctx.scratch_wide(0);
@@ -71,14 +64,14 @@ void ConvModule<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx, const 
   const Act* dy = dx;
   if (ctx.dropout > 0.0f) {
     Act* dropped = ctx.scratch_rows(0);
-    be.dropout_backward(dropped, dx, ctx.dropout, ctx.dropout_seed,
-                        dropout_offset(pointwise2_.weight_index()), n);
+    be.residual_dropout_backward(dropped, dx, 1.0f, ctx.dropout, ctx.dropout_seed,
+                                 dropout_offset(pointwise2_.weight_index()),
+                                 size_t(rows) * d_model_);
     dy = dropped;
   }
   pointwise2_.backward(ctx, dswished, dy, ctx.arena.get(swished_), rows);
-  be.swish_backward(dconv_normed, dswished, ctx.arena.get(conv_normed_), n);
-  be.zero(dconv, n * sizeof(Act));
-  conv_norm_.backward(ctx, dconv, dconv_normed, ctx.arena.get(conv_));
+  conv_norm_.backward_swish(ctx, dconv, dswished, ctx.arena.get(conv_),
+                            ctx.arena.get(conv_normed_));
   be.depthwise_conv1d_backward(dgated, ctx.params.grad(depthwise_weight_),
                                ctx.params.grad(depthwise_bias_), dconv, ctx.arena.get(gated_),
                                ctx.params.weight(depthwise_weight_), ctx.lengths, ctx.batch,

@@ -3,6 +3,8 @@
 //   h   = Dropout(Swish(LN(x) W1^T + b1))      W1 [F, d]  (F = ff_mult * d)
 //   out = x + 1/2 * Dropout(h W2^T + b2)       W2 [d, F]
 //
+// The residual sum is left pending for the next sub-layer's LayerNorm to add
+// (PendingResidual), as the sum before it is added by this one's.
 // Saved for backward: LN(x) [rows, d], the pre-activation [rows, F] and h
 // [rows, F]. Dropout masks are regenerated from (seed, offset) in backward.
 #pragma once
@@ -23,8 +25,10 @@ class FeedForward {
   FeedForward(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
               const std::string& name, int d_model, int hidden, size_t max_rows, float eps);
 
-  // x_out = x_in + 1/2 FFN(x_in), both [rows, d]; x_out must not alias x_in.
-  void forward(LayerContext<Act, Acc>& ctx, Act* x_out, const Act* x_in) const;
+  // x_in = the sum `in` (written to x when it has a branch; x [rows, d]);
+  // returns the pending x_in + 1/2 Dropout(FFN(x_in)).
+  PendingResidual<Act> forward(LayerContext<Act, Acc>& ctx, Act* x,
+                               const PendingResidual<Act>& in) const;
   // dx: on entry d loss / d x_out, on exit d loss / d x_in (updated in place).
   void backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const;
 

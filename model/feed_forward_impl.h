@@ -21,54 +21,37 @@ FeedForward<Act, Acc>::FeedForward(ParameterStore<Act, Acc>& params,
 }
 
 template <typename Act, typename Acc>
-void FeedForward<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x_out,
-                                    const Act* x_in) const {
+PendingResidual<Act> FeedForward<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, Act* x,
+                                                    const PendingResidual<Act>& in) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int rows = ctx.rows();
-  const size_t n_hidden = size_t(rows) * hidden_;
   Act* normed = ctx.arena.get(normed_);
   Act* pre = ctx.arena.get(pre_activation_);
   Act* h = ctx.arena.get(hidden_act_);
   Act* y = ctx.scratch_rows(0);
 
-  norm_.forward(ctx, normed, x_in);
+  const Act* x_in = norm_.forward_residual(ctx, x, normed, in);
   linear1_.forward(ctx, pre, normed, rows);
-  be.swish_forward(h, pre, n_hidden);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_forward(h, h, ctx.dropout, ctx.dropout_seed, dropout_offset(linear1_.weight_index()),
-                       n_hidden);
-  }
+  be.swish_dropout_forward(h, pre, ctx.dropout, ctx.dropout_seed,
+                           dropout_offset(linear1_.weight_index()), size_t(rows) * hidden_);
   linear2_.forward(ctx, y, h, rows);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_forward(y, y, ctx.dropout, ctx.dropout_seed, dropout_offset(linear2_.weight_index()),
-                       size_t(rows) * d_model_);
-  }
-  be.add_scaled(x_out, x_in, y, kResidualScale, size_t(rows) * d_model_);
+  return {x_in, y, kResidualScale, dropout_offset(linear2_.weight_index())};
 }
 
 template <typename Act, typename Acc>
 void FeedForward<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx, const Act* x_in) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int rows = ctx.rows();
-  const size_t n_model = size_t(rows) * d_model_, n_hidden = size_t(rows) * hidden_;
   Act* dy = ctx.scratch_rows(0);
   Act* dnormed = ctx.scratch_rows(1);
   Act* dh = ctx.scratch_wide(0);
   Act* dpre = ctx.scratch_wide(1);
 
-  // dy = 1/2 dx, through the output dropout.
-  be.zero(dy, n_model * sizeof(Act));
-  be.accumulate_scaled(dy, dx, kResidualScale, n_model);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_backward(dy, dy, ctx.dropout, ctx.dropout_seed,
-                        dropout_offset(linear2_.weight_index()), n_model);
-  }
+  be.residual_dropout_backward(dy, dx, kResidualScale, ctx.dropout, ctx.dropout_seed,
+                               dropout_offset(linear2_.weight_index()), size_t(rows) * d_model_);
   linear2_.backward(ctx, dh, dy, ctx.arena.get(hidden_act_), rows);
-  if (ctx.dropout > 0.0f) {
-    be.dropout_backward(dh, dh, ctx.dropout, ctx.dropout_seed,
-                        dropout_offset(linear1_.weight_index()), n_hidden);
-  }
-  be.swish_backward(dpre, dh, ctx.arena.get(pre_activation_), n_hidden);
+  be.swish_dropout_backward(dpre, dh, ctx.arena.get(pre_activation_), ctx.dropout, ctx.dropout_seed,
+                            dropout_offset(linear1_.weight_index()), size_t(rows) * hidden_);
   linear1_.backward(ctx, dnormed, dpre, ctx.arena.get(normed_), rows);
   norm_.backward(ctx, dx, dnormed, x_in);
 }

@@ -4,7 +4,7 @@
 //
 // Scratch (Workspace) is shared by all layers and only valid within one layer
 // call: rows[i] [rows, d_model], wide[i] [rows, wide_cols] (wide_cols covers
-// 4d, 3d and 2d), scores[i] [B, H, T, T].
+// 4d, 3d and 2d).
 #pragma once
 
 #include <cstdint>
@@ -16,18 +16,28 @@ namespace mpiasr {
 
 template <typename Act>
 struct Workspace {
-  static constexpr int kRows = 6, kWide = 2, kScores = 2;
+  static constexpr int kRows = 6, kWide = 2;
   ArenaSlot<Act> rows[kRows];
   ArenaSlot<Act> wide[kWide];
-  ArenaSlot<Act> scores[kScores];
 
   template <typename Acc>
-  void reserve(ActivationArena<Act, Acc>& arena, size_t max_rows, int d_model, int wide_cols,
-               size_t max_score_elements) {
+  void reserve(ActivationArena<Act, Acc>& arena, size_t max_rows, int d_model, int wide_cols) {
     for (ArenaSlot<Act>& slot : rows) slot = arena.template reserve<Act>(max_rows * d_model);
     for (ArenaSlot<Act>& slot : wide) slot = arena.template reserve<Act>(max_rows * wide_cols);
-    for (ArenaSlot<Act>& slot : scores) slot = arena.template reserve<Act>(max_score_elements);
   }
+};
+
+// A residual sum that a sub-layer leaves to the next one,
+//   x = base + scale * Dropout(branch)     (dropout site dropout_offset)
+// so the next LayerNorm adds it while it normalizes x
+// (Backend::residual_layernorm_forward) instead of a pass of its own; without
+// a branch, x is base itself.
+template <typename Act>
+struct PendingResidual {
+  const Act* base = nullptr;
+  const Act* branch = nullptr;
+  float scale = 1.0f;
+  uint64_t dropout_offset = 0;
 };
 
 // The Philox offset of the dropout site that follows parameter `param_index`:
@@ -52,7 +62,6 @@ struct LayerContext {
   int rows() const { return batch * frames; }
   Act* scratch_rows(int i) const { return arena.get(workspace.rows[i]); }
   Act* scratch_wide(int i) const { return arena.get(workspace.wide[i]); }
-  Act* scratch_scores(int i) const { return arena.get(workspace.scores[i]); }
 };
 
 }  // namespace mpiasr

@@ -9,7 +9,7 @@
 namespace mpiasr {
 
 LossScaler::LossScaler(const LossScalerConfig& config)
-    : config_(config), scale_(config.enabled ? config.init_scale : 1.0f) {
+    : config_(config), state_{config.enabled ? config.init_scale : 1.0f, 0, 0} {
   if (!config.enabled) return;
   if (!(std::isfinite(config.init_scale) && config.init_scale >= config.min_scale))
     MPIASR_FAIL(ExitCode::kUsage, "loss scaler: init_scale " << config.init_scale
@@ -31,28 +31,20 @@ LossScaler::LossScaler(const LossScalerConfig& config)
                                       << config.max_skips_at_min_scale << " must be >= 1");
 }
 
+LossScalerRule LossScaler::rule() const {
+  return {config_.enabled ? 1 : 0, config_.growth_factor,   config_.backoff_factor,
+          config_.min_scale,       config_.growth_interval, config_.max_skips_at_min_scale};
+}
+
 bool LossScaler::update(bool found_nonfinite) {
-  if (!config_.enabled) return true;
-  if (found_nonfinite) {
-    skips_at_min_scale_ = scale_ <= config_.min_scale ? skips_at_min_scale_ + 1 : 0;
-    scale_ = std::max(scale_ * config_.backoff_factor, config_.min_scale);
-    growth_tracker_ = 0;
-    return false;
-  }
-  skips_at_min_scale_ = 0;
-  if (++growth_tracker_ == config_.growth_interval) {
-    const float grown = scale_ * config_.growth_factor;
-    if (std::isfinite(grown)) scale_ = grown;
-    growth_tracker_ = 0;
-  }
-  return true;
+  return loss_scaler_update(state_, found_nonfinite, rule());
 }
 
 nlohmann::json LossScaler::state() const {
   return {{"enabled", config_.enabled},
-          {"scale", scale_},
-          {"growth_tracker", growth_tracker_},
-          {"skips_at_min_scale", skips_at_min_scale_}};
+          {"scale", state_.scale},
+          {"growth_tracker", state_.growth_tracker},
+          {"skips_at_min_scale", state_.skips_at_min_scale}};
 }
 
 void LossScaler::load_state(const nlohmann::json& state) {
@@ -81,9 +73,7 @@ void LossScaler::load_state(const nlohmann::json& state) {
                                            << skips << " outside [0, "
                                            << config_.max_skips_at_min_scale << ") in "
                                            << state.dump());
-  scale_ = scale;
-  growth_tracker_ = tracker;
-  skips_at_min_scale_ = skips;
+  state_ = {scale, tracker, skips};
 }
 
 }  // namespace mpiasr

@@ -16,9 +16,14 @@
 // the trainer stops the run as diverged instead of skipping forever.
 // Disabled (fp32 training): scale() is 1 and update() always applies the step;
 // a non-finite fp32 gradient is divergence, for the trainer to report.
+// The rule itself is loss_scaler_update (kernels/step_control.h), which the
+// training step runs where the backend computes; this class holds the
+// configuration, checks it, and carries the state to and from checkpoints.
 #pragma once
 
 #include <nlohmann/json.hpp>
+
+#include "kernels/step_control.h"
 
 namespace mpiasr {
 
@@ -36,15 +41,19 @@ class LossScaler {
  public:
   explicit LossScaler(const LossScalerConfig& config = {});
 
-  float scale() const { return scale_; }
+  float scale() const { return state_.scale; }
   bool enabled() const { return config_.enabled; }
   // Finite steps since the last change of scale.
-  int growth_tracker() const { return growth_tracker_; }
+  int growth_tracker() const { return state_.growth_tracker; }
   // Steps in a row skipped at the minimum scale, and whether there were
   // max_skips_at_min_scale of them.
-  int skips_at_min_scale() const { return skips_at_min_scale_; }
-  bool stuck() const { return skips_at_min_scale_ >= config_.max_skips_at_min_scale; }
+  int skips_at_min_scale() const { return state_.skips_at_min_scale; }
+  bool stuck() const { return state_.skips_at_min_scale >= config_.max_skips_at_min_scale; }
   const LossScalerConfig& config() const { return config_; }
+  // The rule and the state as the step decision takes them.
+  LossScalerRule rule() const;
+  const LossScalerState& loss_scaler_state() const { return state_; }
+  void set_loss_scaler_state(const LossScalerState& state) { state_ = state; }
 
   // Records one step's outcome; returns whether to apply the step.
   bool update(bool found_nonfinite);
@@ -60,9 +69,7 @@ class LossScaler {
 
  private:
   LossScalerConfig config_;
-  float scale_;
-  int growth_tracker_ = 0;
-  int skips_at_min_scale_ = 0;
+  LossScalerState state_;
 };
 
 }  // namespace mpiasr

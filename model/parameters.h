@@ -3,13 +3,17 @@
 //
 //   master  Acc  the weights the optimizer updates (fp32 on CUDA)
 //   grad    Acc  the gradients backward accumulates into
-//   adam_m  Acc  AdamW first moment      adam_v  Acc  AdamW second moment
 //   compute Act  the copy the layers read (fp16 on CUDA); aliases master when
 //                Act == Acc
 //
+// (The AdamW moments are the optimizer's, model/optimizer.h: sharded over
+// ranks they no longer follow this layout.)
+//
 // Tensors are registered in forward order under PyTorch-style names
 // ("encoder.layers.3.conv.depthwise.weight") with PyTorch's shapes; each
-// starts at a multiple of kParameterAlignment elements (the gaps stay zero).
+// starts at a multiple of kParameterAlignment elements (the gaps stay zero),
+// and the buffers end at a multiple of `size_multiple` elements (the sharded
+// optimizer cuts them into whole pieces of world size x kParameterAlignment).
 // Initialization is PyTorch's default, seeded: Linear and Conv weights and
 // biases U(-1/sqrt(fan_in), 1/sqrt(fan_in)), LayerNorm weight 1 and bias 0.
 // Masters (and any other Acc buffer, e.g. the Adam moments) go to and from the
@@ -61,12 +65,15 @@ class ParameterStore {
  public:
   static constexpr bool kComputeAliasesMaster = std::is_same_v<Act, Acc>;
 
-  explicit ParameterStore(Backend<Act, Acc>& backend) : backend_(backend) {}
+  explicit ParameterStore(Backend<Act, Acc>& backend, size_t size_multiple = kParameterAlignment)
+      : backend_(backend), size_multiple_(size_multiple) {
+    MPIASR_CHECK(size_multiple >= 1 && size_multiple % kParameterAlignment == 0,
+                 "parameter buffers padded to multiples of " << size_multiple << " elements");
+  }
   ParameterStore(const ParameterStore&) = delete;
   ParameterStore& operator=(const ParameterStore&) = delete;
   ~ParameterStore() {
-    for (void* buffer : {static_cast<void*>(master_), static_cast<void*>(grad_),
-                         static_cast<void*>(adam_m_), static_cast<void*>(adam_v_)}) {
+    for (void* buffer : {static_cast<void*>(master_), static_cast<void*>(grad_)}) {
       if (buffer) backend_.release(buffer);
     }
     if (!kComputeAliasesMaster && compute_) backend_.release(compute_);
@@ -84,21 +91,20 @@ class ParameterStore {
     return int(infos_.size()) - 1;
   }
 
-  // Allocates the buffers once (zeroed gradients and moments) and initializes
-  // the masters and the compute copy from `seed`.
+  // Allocates the buffers once (zeroed gradients) and initializes the masters
+  // and the compute copy from `seed`.
   void allocate(uint64_t seed) {
     MPIASR_CHECK(!allocated(), "parameters allocated twice");
+    padded_size_ = (padded_size_ + size_multiple_ - 1) / size_multiple_ * size_multiple_;
     const size_t bytes = std::max<size_t>(padded_size_, 1) * sizeof(Acc);
     master_ = static_cast<Acc*>(backend_.alloc(bytes));
     grad_ = static_cast<Acc*>(backend_.alloc(bytes));
-    adam_m_ = static_cast<Acc*>(backend_.alloc(bytes));
-    adam_v_ = static_cast<Acc*>(backend_.alloc(bytes));
     if constexpr (kComputeAliasesMaster) {
       compute_ = master_;
     } else {
       compute_ = static_cast<Act*>(backend_.alloc(std::max<size_t>(padded_size_, 1) * sizeof(Act)));
     }
-    for (Acc* buffer : {grad_, adam_m_, adam_v_}) backend_.zero(buffer, bytes);
+    backend_.zero(grad_, bytes);
 
     std::vector<Acc> host(padded_size_, Acc(0));
     for (size_t p = 0; p < infos_.size(); ++p) {
@@ -128,7 +134,7 @@ class ParameterStore {
   }
 
   bool allocated() const { return master_ != nullptr; }
-  // Elements of each flat buffer, alignment gaps included.
+  // Elements of each flat buffer, alignment gaps included (final once allocated).
   size_t size() const { return padded_size_; }
   // Trainable parameters (gaps excluded).
   int64_t num_parameters() const {
@@ -155,8 +161,6 @@ class ParameterStore {
 
   Acc* master() { return master_; }
   Acc* grad() { return grad_; }
-  Acc* adam_m() { return adam_m_; }
-  Acc* adam_v() { return adam_v_; }
   Act* compute() { return compute_; }
   const Act* weight(int index) const { return compute_ + info(index).offset; }
   Acc* grad(int index) { return grad_ + info(index).offset; }
@@ -167,10 +171,11 @@ class ParameterStore {
     if constexpr (!kComputeAliasesMaster) backend_.cast_acc_to_act(compute_, master_, padded_size_);
   }
 
-  // Checkpoint form of an Acc buffer of this store: prefix + name -> tensor.
-  NamedTensors export_buffer(const Acc* buffer, const std::string& prefix) {
-    std::vector<Acc> host(padded_size_);
-    backend_.to_host(host.data(), buffer, padded_size_ * sizeof(Acc));
+  // Checkpoint form of a host copy of a flat buffer of this store [size()]:
+  // prefix + name -> tensor.
+  NamedTensors tensors_from_flat(const std::vector<Acc>& host, const std::string& prefix) const {
+    MPIASR_CHECK(host.size() == padded_size_,
+                 "flat buffer of " << host.size() << " elements, the store has " << padded_size_);
     NamedTensors tensors;
     for (const ParameterInfo& info : infos_) {
       HostTensor& tensor = tensors[prefix + info.name];
@@ -179,10 +184,11 @@ class ParameterStore {
     }
     return tensors;
   }
-  // Fills an Acc buffer from `tensors`; every prefix + name must be present with
-  // the same shape (extra entries are an error too), naming `source` on failure.
-  void import_buffer(Acc* buffer, const NamedTensors& tensors, const std::string& prefix,
-                     const std::string& source) {
+  // The flat host buffer [size()] that `tensors` describe (gaps zero); every
+  // prefix + name must be present with the same shape (extra entries are an
+  // error too), naming `source` on failure.
+  std::vector<Acc> flat_from_tensors(const NamedTensors& tensors, const std::string& prefix,
+                                     const std::string& source) const {
     std::vector<Acc> host(padded_size_, Acc(0));
     size_t matched = 0;
     for (const ParameterInfo& info : infos_) {
@@ -210,12 +216,17 @@ class ParameterStore {
       }
     }
     MPIASR_CHECK(matched == infos_.size(), "imported " << matched << " tensors");
-    backend_.to_device(buffer, host.data(), padded_size_ * sizeof(Acc));
+    return host;
   }
 
-  NamedTensors export_masters() { return export_buffer(master_, ""); }
+  NamedTensors export_masters() {
+    std::vector<Acc> host(padded_size_);
+    backend_.to_host(host.data(), master_, padded_size_ * sizeof(Acc));
+    return tensors_from_flat(host, "");
+  }
   void import_masters(const NamedTensors& tensors, const std::string& source) {
-    import_buffer(master_, tensors, "", source);
+    const std::vector<Acc> host = flat_from_tensors(tensors, "", source);
+    backend_.to_device(master_, host.data(), padded_size_ * sizeof(Acc));
     refresh_compute();
   }
 
@@ -224,11 +235,10 @@ class ParameterStore {
  private:
   Backend<Act, Acc>& backend_;
   std::vector<ParameterInfo> infos_;
+  size_t size_multiple_;
   size_t padded_size_ = 0;
   Acc* master_ = nullptr;
   Acc* grad_ = nullptr;
-  Acc* adam_m_ = nullptr;
-  Acc* adam_v_ = nullptr;
   Act* compute_ = nullptr;
 };
 

@@ -39,7 +39,6 @@ class ConvSubsampling {
   int n_mels_, channels_, d_model_;
   int conv0_weight_ = -1, conv0_bias_ = -1, conv2_weight_ = -1, conv2_bias_ = -1;
   Linear<Act, Acc> out_;
-  ArenaSlot<float> staging_;
   ArenaSlot<Act> input_, a1_, a2_, output_, da1_, da2_;
 };
 

@@ -23,7 +23,6 @@ ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
   // Rows of each stage: B x T, B x T1, B x T2 at most (model/batch_shapes.h).
   const size_t BT = shapes.input_rows(), BT1 = shapes.conv1_rows(), BT2 = shapes.rows();
   const size_t F1 = size_t((n_mels - 1) / 2), F2 = subsampled_bins(n_mels);
-  staging_ = arena.template reserve<float>(BT * n_mels);
   input_ = arena.template reserve<Act>(BT * n_mels);
   a1_ = arena.template reserve<Act>(BT1 * F1 * C);
   a2_ = arena.template reserve<Act>(BT2 * F2 * C);
@@ -37,22 +36,18 @@ const Act* ConvSubsampling<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const
                                               int input_frames) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int B = ctx.batch, T = input_frames, C = channels_;
-  const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames, F2 = (F1 - 1) / 2;
+  const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames;
   const size_t n_input = size_t(B) * T * n_mels_;
-  float* staging = ctx.arena.get(staging_);
   Act* input = ctx.arena.get(input_);
   Act* a1 = ctx.arena.get(a1_);
   Act* a2 = ctx.arena.get(a2_);
   Act* output = ctx.arena.get(output_);
 
-  be.to_device(staging, features, n_input * sizeof(float));
-  be.cast_f32_to_act(input, staging, n_input);
+  be.cast_f32_to_act(input, be.upload_input(features, n_input), n_input);
   be.conv2d_forward(a1, input, ctx.params.weight(conv0_weight_), ctx.params.weight(conv0_bias_), B,
-                    1, T, n_mels_, C);
-  be.relu_forward(a1, a1, size_t(B) * T1 * F1 * C);
+                    1, T, n_mels_, C, true);
   be.conv2d_forward(a2, a1, ctx.params.weight(conv2_weight_), ctx.params.weight(conv2_bias_), B, C,
-                    T1, F1, C);
-  be.relu_forward(a2, a2, size_t(B) * T2 * F2 * C);
+                    T1, F1, C, true);
   out_.forward(ctx, output, a2, B * T2);
   be.mask_padding(output, ctx.lengths, B, T2, d_model_);
   return output;

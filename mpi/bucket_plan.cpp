@@ -21,16 +21,33 @@ size_t elements_of(size_t bytes, const char* what) {
   return elements;
 }
 
+// `elements` rounded up to a multiple of `granule`.
+size_t round_up(size_t elements, size_t granule) {
+  return (elements + granule - 1) / granule * granule;
+}
+
 }  // namespace
 
 BucketPlan::BucketPlan(size_t count, size_t bucket_bytes, size_t first_bucket_bytes,
-                       size_t range_alignment, std::string owner)
+                       size_t range_alignment, std::string owner, size_t shards)
     : count_(count),
+      shards_(shards),
       bucket_elements_(elements_of(bucket_bytes, "bucket_bytes")),
       range_alignment_(range_alignment),
       owner_(std::move(owner)) {
   MPIASR_CHECK(range_alignment >= 1, "range_alignment must be at least 1");
-  const size_t first = elements_of(first_bucket_bytes, "first_bucket_bytes");
+  MPIASR_CHECK(shards >= 1, "shards must be at least 1");
+  size_t first = elements_of(first_bucket_bytes, "first_bucket_bytes");
+  if (shards > 1) {
+    const size_t granule = shards * range_alignment;
+    MPIASR_CHECK(count % granule == 0,
+                 owner_ << ": a buffer of " << count << " elements cannot be cut into " << shards
+                        << " shards of whole " << range_alignment << "-element pieces");
+    first = round_up(first, granule);
+    bucket_elements_ = round_up(bucket_elements_, granule);
+    MPIASR_CHECK(bucket_elements_ <= size_t(INT_MAX),
+                 "bucket_bytes rounded to " << bucket_elements_ << " elements exceeds MPI's count");
+  }
   for (size_t end = count; end > 0;) {
     const size_t size = std::min(end, buckets_.empty() ? first : bucket_elements_);
     buckets_.push_back({.begin = end - size, .count = size});
@@ -41,6 +58,19 @@ BucketPlan::BucketPlan(size_t count, size_t bucket_bytes, size_t first_bucket_by
 std::pair<size_t, size_t> BucketPlan::bucket_range(size_t i) const {
   const Bucket& bucket = buckets_.at(i);
   return {bucket.begin, bucket.count};
+}
+
+BucketPlan::ShardPiece BucketPlan::shard_piece(size_t i, size_t shard) const {
+  const Bucket& bucket = buckets_.at(i);
+  MPIASR_CHECK(shard < shards_, "shard " << shard << " of " << shards_);
+  const size_t piece = bucket.count / shards_;
+  return {bucket.begin + shard * piece, piece, bucket.begin / shards_};
+}
+
+std::vector<BucketPlan::ShardPiece> BucketPlan::shard_pieces(size_t shard) const {
+  std::vector<ShardPiece> pieces;
+  for (size_t i = buckets_.size(); i-- > 0;) pieces.push_back(shard_piece(i, shard));
+  return pieces;
 }
 
 size_t BucketPlan::bucket_of(size_t element) const {

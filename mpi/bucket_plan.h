@@ -19,6 +19,17 @@
 // left (unmarked elements are padding) and closes the step, after which
 // next_to_start() hands out the rest. Misuse (a range outside the buffer or
 // marked twice, calls out of order) throws Error naming the reducer.
+//
+// Shards (ZeRO-1, DESIGN.md "Sharded optimizer state"). With `shards` = W > 1
+// the optimizer state is split over W ranks, and so is every bucket: shard r
+// of a bucket [begin, begin + c) is [begin + r c / W, begin + (r + 1) c / W).
+// A reduce-scatter of the bucket leaves the sum of shard r on rank r, an
+// in-place all-gather gives every rank the whole bucket back; both are
+// collectives on equal pieces (MPI_Reduce_scatter_block, ncclReduceScatter).
+// For that, F and B are rounded up to multiples of W x range_alignment, and
+// count must be one (ParameterStore pads its buffers so). Rank r's pieces,
+// one per bucket, are stored one after the other in its compact optimizer
+// state: the piece of the bucket at `begin` lands at begin / W there.
 #pragma once
 
 #include <cstddef>
@@ -34,11 +45,25 @@ class BucketPlan {
  public:
   // `owner` names the reducer in error messages.
   BucketPlan(size_t count, size_t bucket_bytes, size_t first_bucket_bytes, size_t range_alignment,
-             std::string owner);
+             std::string owner, size_t shards = 1);
 
   size_t num_buckets() const { return buckets_.size(); }
   // Bucket i as [offset, offset + count) of the buffer.
   std::pair<size_t, size_t> bucket_range(size_t i) const;
+
+  // One piece of a shard: [offset, offset + count) of the buffer, kept at
+  // state_offset of the shard's compact storage.
+  struct ShardPiece {
+    size_t offset = 0, count = 0, state_offset = 0;
+    bool operator==(const ShardPiece&) const = default;
+  };
+  size_t shards() const { return shards_; }
+  // Elements of each shard's compact storage: count / shards.
+  size_t shard_elements() const { return count_ / shards_; }
+  // Shard `shard` of bucket i.
+  ShardPiece shard_piece(size_t i, size_t shard) const;
+  // Every piece of shard `shard`, by increasing offset (and state_offset).
+  std::vector<ShardPiece> shard_pieces(size_t shard) const;
 
   void begin_step();
   void mark_ready(size_t offset, size_t count);
@@ -59,6 +84,7 @@ class BucketPlan {
   size_t bucket_of(size_t element) const;
 
   size_t count_;
+  size_t shards_;
   size_t bucket_elements_;
   size_t range_alignment_;
   std::string owner_;

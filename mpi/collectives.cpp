@@ -1,5 +1,7 @@
 #include "mpi/collectives.h"
 
+#include <cstdint>
+
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 
@@ -41,6 +43,29 @@ void barrier(const Context& ctx, const char* op_name) {
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Ibarrier(ctx.world_comm(), &request));
   wait_or_abort(ctx, request, op_name);
+}
+
+std::vector<float> gather_to_receivers(const Context& ctx, const std::vector<float>& mine,
+                                       bool receive, const char* op_name) {
+  const int world = ctx.world_size();
+  std::vector<int> receivers(size_t(world), 0);
+  const int me = receive ? 1 : 0;
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(
+      MPI_Iallgather(&me, 1, MPI_INT, receivers.data(), 1, MPI_INT, ctx.world_comm(), &request));
+  wait_or_abort(ctx, request, op_name);
+  const int64_t count = int64_t(mine.size());
+  MPIASR_CHECK(allreduce_min(ctx, count, op_name) == allreduce_max(ctx, count, op_name),
+               op_name << ": ranks gather different lengths");
+  MPIASR_CHECK(count <= INT32_MAX, op_name << ": " << count << " elements exceed MPI's count");
+  std::vector<float> all(receive ? mine.size() * size_t(world) : 0);
+  for (int root = 0; root < world; ++root) {
+    if (!receivers[size_t(root)]) continue;
+    MPI_CHECK(MPI_Igather(mine.data(), int(count), MPI_FLOAT, all.data(), int(count), MPI_FLOAT,
+                          root, ctx.world_comm(), &request));
+    wait_or_abort(ctx, request, op_name);
+  }
+  return all;
 }
 
 int first_failing_rank(const Context& ctx, bool failed, const char* op_name) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "mpi/context.h"
 #include "src/base/error.h"
@@ -17,6 +18,12 @@ int64_t allreduce_max(const Context& ctx, int64_t value, const char* op_name);
 // values[0..n) becomes the element-wise sum over ranks.
 void allreduce_sum_inplace(const Context& ctx, double* values, int n, const char* op_name);
 void barrier(const Context& ctx, const char* op_name);
+
+// Every rank gives `mine` (the same length on every rank); the ranks with
+// `receive` get every rank's, one after the other in rank order, and the
+// others an empty vector (one gather per receiving rank).
+std::vector<float> gather_to_receivers(const Context& ctx, const std::vector<float>& mine,
+                                       bool receive, const char* op_name);
 
 // Every rank says whether it failed; returns the lowest failing world rank,
 // or -1 when none failed. Lets all ranks stop together, naming the culprit.

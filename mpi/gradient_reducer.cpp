@@ -1,9 +1,11 @@
-// The gradient all-reduce on a communication thread: ring and hierarchical
-// rounds over point-to-point messages (see gradient_reducer.h).
+// The gradient all-reduce on a communication thread: ring, hierarchical and
+// sharded (reduce-scatter) rounds over point-to-point messages (see
+// gradient_reducer.h).
 #include "mpi/gradient_reducer.h"
 
 #include <algorithm>
 
+#include "mpi/collectives.h"
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 #include "src/base/thread_cpu.h"
@@ -25,8 +27,14 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
     : ctx_(ctx),
       grads_(grads),
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
-            "GradientReducer") {
+            "GradientReducer", options.shard ? size_t(ctx.world_size()) : 1),
+      shard_(options.shard) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
+  if (options.shard && options.hierarchical) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "the sharded optimizer (distributed.zero_stage = 1) reduce-scatters over the "
+                "world; it does not work with distributed.hierarchical = true");
+  }
   int thread_level = MPI_THREAD_SINGLE;
   MPI_CHECK(MPI_Query_thread(&thread_level));
   MPIASR_CHECK(thread_level >= MPI_THREAD_SERIALIZED,
@@ -48,7 +56,7 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
         rounds_.push_back({.comm = node, .recv_from = rank, .reduce = true});
       }
       comms_.push_back(std::move(leaders));
-      add_ring(comms_.back().get(), ctx.node_index(), ctx.num_nodes());
+      add_ring(comms_.back().get(), ctx.node_index(), ctx.num_nodes(), true);
       Round send_back{.comm = node};
       for (int rank = 1; rank < local_size; ++rank) send_back.send_to.push_back(rank);
       if (local_size > 1) rounds_.push_back(send_back);
@@ -58,7 +66,7 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
     }
   } else {
     comms_.push_back(Communicator::duplicate(ctx.world_comm()));
-    add_ring(comms_.back().get(), ctx.world_rank(), ctx.world_size());
+    add_ring(comms_.back().get(), ctx.world_rank(), ctx.world_size(), !options.shard);
   }
   for (const Round& round : rounds_) {
     requests_per_bucket_ =
@@ -81,24 +89,24 @@ GradientReducer::~GradientReducer() {
   thread_.join();
 }
 
-void GradientReducer::add_ring(MPI_Comm comm, int rank, int size) {
+void GradientReducer::add_ring(MPI_Comm comm, int rank, int size, bool all_gather) {
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
   const auto wrap = [size](int part) { return ((part % size) + size) % size; };
-  for (int k = 0; k + 1 < size; ++k) {  // reduce-scatter
+  for (int k = 0; k + 1 < size; ++k) {  // reduce-scatter: rank r ends with the sum of part r
+    rounds_.push_back({.comm = comm,
+                       .parts = size,
+                       .send_part = wrap(rank - k - 1),
+                       .send_to = {next},
+                       .recv_part = wrap(rank - k - 2),
+                       .recv_from = previous,
+                       .reduce = true});
+  }
+  for (int k = 0; all_gather && k + 1 < size; ++k) {
     rounds_.push_back({.comm = comm,
                        .parts = size,
                        .send_part = wrap(rank - k),
                        .send_to = {next},
                        .recv_part = wrap(rank - k - 1),
-                       .recv_from = previous,
-                       .reduce = true});
-  }
-  for (int k = 0; k + 1 < size; ++k) {  // all-gather
-    rounds_.push_back({.comm = comm,
-                       .parts = size,
-                       .send_part = wrap(rank + 1 - k),
-                       .send_to = {next},
-                       .recv_part = wrap(rank - k),
                        .recv_from = previous});
   }
 }
@@ -256,6 +264,23 @@ bool GradientReducer::progress() {
     post(b);
   }
   return true;
+}
+
+void GradientReducer::sum_over_ranks(double* value) {
+  MPIASR_CHECK(shard_, "GradientReducer::sum_over_ranks without shard = true");
+  *value = allreduce_sum(ctx_, *value, "gradient norm all-reduce");
+}
+
+void GradientReducer::gather_parameters(float* params) {
+  MPIASR_CHECK(shard_, "GradientReducer::gather_parameters without shard = true");
+  std::vector<MPI_Request> requests(plan_.num_buckets(), MPI_REQUEST_NULL);
+  for (size_t b = 0; b < plan_.num_buckets(); ++b) {
+    const auto [begin, count] = plan_.bucket_range(b);
+    MPI_CHECK(MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, params + begin,
+                             int(count / plan_.shards()), MPI_FLOAT, comms_.front().get(),
+                             &requests[b]));
+  }
+  wait_or_abort(ctx_, requests, "parameter all-gather");
 }
 
 }  // namespace mpiasr::mpi

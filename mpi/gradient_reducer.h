@@ -29,17 +29,26 @@
 // receive, the next round posted when the last one is complete:
 //   flat          ring all-reduce over the world of W ranks: the bucket is
 //                 cut into W parts; W - 1 reduce-scatter rounds (send part
-//                 r - k to rank r + 1, receive part r - k - 1 from rank r - 1
-//                 and add it to this rank's copy), then W - 1 all-gather
-//                 rounds (send the summed part r + 1 - k, receive part r - k
-//                 in place). Each rank sends and receives 2 (W - 1) / W of the
-//                 bucket, the least any all-reduce moves, and every link of
-//                 the ring is busy in both directions at once.
+//                 r - k - 1 to rank r + 1, receive part r - k - 2 from rank
+//                 r - 1 and add it to this rank's copy), after which rank r
+//                 holds the sum of part r, then W - 1 all-gather rounds (send
+//                 the summed part r - k, receive part r - k - 1 in place).
+//                 Each rank sends and receives 2 (W - 1) / W of the bucket,
+//                 the least any all-reduce moves, and every link of the ring
+//                 is busy in both directions at once.
 //   hierarchical  within each node the other ranks send the bucket to local
 //                 rank 0, which adds them in local-rank order; the node
 //                 leaders run the ring above among themselves; local rank 0
 //                 sends the sum back to the node's other ranks. Only the
 //                 leaders' ring crosses the network.
+//   sharded       (ZeRO-1) the flat ring's reduce-scatter rounds only: part r
+//                 of each bucket is the plan's shard piece of rank r, and
+//                 holds the sum on rank r afterwards; the other parts hold
+//                 partial sums nobody reads. gather_parameters(params) then
+//                 all-gathers a buffer laid out like the gradients (the
+//                 masters after the sharded optimizer step), each rank
+//                 contributing its pieces: MPI_Iallgather in place, bucket by
+//                 bucket, on the calling thread between steps.
 // Every element is summed in an order fixed by the ranks' positions (for
 // part p of a ring: rank p + 1's value, plus rank p + 2's, ..., plus rank
 // p's), never by timing, and every rank receives the same sums: results are
@@ -74,6 +83,9 @@ struct ReducerOptions {
   // a ParameterStore buffer, whose tensors are padded to that alignment, so
   // the padding after a layer counts as ready with the layer.
   size_t range_alignment = 1;
+  // Reduce-scatter instead of all-reduce, for the sharded optimizer (ZeRO-1);
+  // the buffer must be whole pieces (see BucketPlan). Not with hierarchical.
+  bool shard = false;
 };
 
 class GradientReducer {
@@ -88,7 +100,12 @@ class GradientReducer {
   void begin_step();
   void on_grads_ready(size_t offset, size_t count);
   void finish();
+  // Sharded only: *value (host) becomes its sum over the ranks.
+  void sum_over_ranks(double* value);
+  // Sharded only: every rank's pieces of `params` [count] to every rank.
+  void gather_parameters(float* params);
 
+  const BucketPlan& plan() const { return plan_; }
   // Seconds the last finish() blocked: the communication backward did not hide.
   double last_wait_seconds() const { return last_wait_seconds_; }
   // CPU seconds the communication thread used in the last step.
@@ -119,7 +136,8 @@ class GradientReducer {
     bool in_flight = false;  // posted and not all complete
   };
 
-  void add_ring(MPI_Comm comm, int rank, int size);
+  // The ring's rounds; all_gather false: its reduce-scatter rounds only.
+  void add_ring(MPI_Comm comm, int rank, int size, bool all_gather);
   // Communication thread: waits for steps and runs each to its end.
   void communicate();
   // Runs the reduction of one step until every bucket is done.
@@ -133,7 +151,8 @@ class GradientReducer {
 
   const Context& ctx_;
   float* grads_;
-  BucketPlan plan_;                                // used by the calling thread only
+  BucketPlan plan_;  // used by the calling thread only
+  bool shard_ = false;
   std::vector<std::pair<size_t, size_t>> ranges_;  // the plan's buckets: offset, count
   std::vector<Communicator> comms_;
   std::vector<Round> rounds_;       // this rank's, the same for every bucket

@@ -34,7 +34,7 @@ MPIASR_ENUM_NAMES(TokenizerType, "char", "bpe", "unigram")
 MPIASR_ENUM_NAMES(ModelPreset, "tiny", "small", "medium", "large")
 MPIASR_ENUM_NAMES(ScheduleType, "noam", "cosine", "constant")
 MPIASR_ENUM_NAMES(LrScaling, "none", "linear", "sqrt")
-MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed")
+MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed", "bf16-mixed")
 MPIASR_ENUM_NAMES(DeviceType, "auto", "cpu", "cuda")
 MPIASR_ENUM_NAMES(FsMode, "shared", "per-node")
 MPIASR_ENUM_NAMES(ResumeMode, "auto", "never")
@@ -371,6 +371,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(distributed, first_bucket_mb),
       MPIASR_KEY(distributed, hierarchical),
       MPIASR_KEY(distributed, timeout_s),
+      MPIASR_INT_KEY(distributed, zero_stage, 0, 1),
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
   };
@@ -633,7 +634,8 @@ void check_config(const Config& c) {
   require(c.schedule.min_lr >= 0, "schedule.min_lr", c.schedule.min_lr, "must be >= 0");
   require(c.precision.init_scale > 0, "precision.init_scale", c.precision.init_scale,
           "must be positive");
-  require(c.training.device != DeviceType::kCpu || c.precision.mode != Precision::kFp16Mixed,
+  require(c.training.device != DeviceType::kCpu || c.precision.mode == Precision::kAuto ||
+              c.precision.mode == Precision::kFp32,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
   require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,
           "must be >= 0 (0 = no limit)");

@@ -36,8 +36,10 @@ enum class CmvnMode { kGlobal, kUtterance, kNone };
 enum class TokenizerType { kChar, kBpe, kUnigram };
 enum class ModelPreset { kTiny, kSmall, kMedium, kLarge };
 enum class ScheduleType { kNoam, kCosine, kConstant };
-enum class Precision { kAuto, kFp32, kFp16Mixed };  // auto: fp16-mixed on CUDA, fp32 on CPU
-enum class DeviceType { kAuto, kCpu, kCuda };       // auto: CUDA when a GPU is visible
+// auto: on CUDA bf16-mixed where every rank's GPU runs bf16 natively (compute
+// capability 8.0 and later), fp16-mixed otherwise; fp32 on the CPU.
+enum class Precision { kAuto, kFp32, kFp16Mixed, kBf16Mixed };
+enum class DeviceType { kAuto, kCpu, kCuda };  // auto: CUDA when a GPU is visible
 enum class FsMode { kShared, kPerNode };
 enum class ResumeMode { kAuto, kNever };
 
@@ -218,6 +220,9 @@ struct DistributedConfig {
   double first_bucket_mb = 1;  // the first bucket (the last layers'), so communication starts early
   bool hierarchical = false;   // reduce within nodes, then across node leaders
   double timeout_s = 300;      // a collective slower than this stops every rank
+  // 1: ZeRO-1, AdamW's state sharded over the ranks (reduce-scatter of the
+  // gradients, all-gather of the updated weights); 0: every rank keeps it all.
+  int zero_stage = 0;
 
   bool operator==(const DistributedConfig&) const = default;
 };

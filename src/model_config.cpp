@@ -29,6 +29,7 @@ AdamWConfig adamw_config(const Config& config) {
   adamw.beta2 = float(config.optimizer.beta2);
   adamw.eps = float(config.optimizer.eps);
   adamw.weight_decay = float(config.optimizer.weight_decay);
+  adamw.clip_norm = config.optimizer.clip_norm;
   return adamw;
 }
 

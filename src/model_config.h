@@ -20,7 +20,8 @@ namespace mpiasr {
 // naming the field when the result cannot build a model.
 ConformerConfig conformer_config(const Config& config, int vocab_size);
 
-// AdamW's hyperparameters from optimizer.* (the learning rate comes from the schedule).
+// AdamW's hyperparameters and clipping from optimizer.* (the learning rate
+// comes from the schedule).
 AdamWConfig adamw_config(const Config& config);
 
 // Dynamic loss scaling, on for precision.mode fp16-mixed.

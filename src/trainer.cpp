@@ -1,7 +1,8 @@
 // Training entry point: checks that the ranks agree, picks the backend and
 // runs the loop of trainer_impl.h on it: the CPU backend in fp32, or (built
-// with CUDA) the CUDA backend in fp16-mixed on the GPU select_cuda_device
-// picks, with NCCL bootstrapped over MPI for the gradient all-reduce.
+// with CUDA) the CUDA backend in bf16-mixed or fp16-mixed on the GPU
+// select_cuda_device picks, with NCCL bootstrapped over MPI for the gradient
+// all-reduce.
 #include "src/trainer.h"
 
 #include <iostream>
@@ -13,6 +14,7 @@
 #include "src/trainer_impl.h"
 
 #ifdef MPIASR_WITH_CUDA
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
 #include <optional>
@@ -30,6 +32,7 @@ template class Trainer<float, float>;
 
 #ifdef MPIASR_WITH_CUDA
 template class Trainer<__half, float>;
+template class Trainer<__nv_bfloat16, float>;
 
 namespace {
 
@@ -40,21 +43,39 @@ bool every_rank_has_cuda(const mpi::Context& ctx) {
   return mpi::allreduce_min(ctx, has_device, "CUDA device check") == 1;
 }
 
-// `config` resolved to device cuda, precision fp16-mixed (what checkpoints record).
-TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& options,
-                          int threads, std::ostream& out) {
-  if (config.precision.mode == Precision::kFp32) {
+// The precision a CUDA run trains in: the mode asked for, auto resolved to
+// bf16-mixed when every rank's GPU runs bf16 natively (compute capability 8.0
+// and later) and to fp16-mixed otherwise. Every rank decides the same.
+Precision cuda_precision(Precision asked, const mpi::Context& ctx, const CudaDeviceInfo& info) {
+  if (asked == Precision::kFp32) {
     MPIASR_FAIL(ExitCode::kUsage,
-                "precision.mode = fp32 on CUDA: the CUDA backend computes in fp16 with fp32 "
-                "master weights; set precision.mode to fp16-mixed or auto, or training.device "
-                "to cpu");
+                "precision.mode = fp32 on CUDA: the CUDA backend computes in 16 bits with fp32 "
+                "master weights; set precision.mode to bf16-mixed, fp16-mixed or auto, or "
+                "training.device to cpu");
   }
-  config.training.device = DeviceType::kCuda;
-  config.precision.mode = Precision::kFp16Mixed;
-  const int device = mpi::select_cuda_device(ctx);
-  CudaBackend backend(CudaBackendOptions{
+  const int64_t bf16_here = info.major >= 8 ? 1 : 0;
+  const bool bf16_everywhere = mpi::allreduce_min(ctx, bf16_here, "bf16 support check") == 1;
+  if (asked == Precision::kBf16Mixed && !bf16_everywhere) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "precision.mode = bf16-mixed needs GPUs of compute capability 8.0 or later on "
+                "every rank; "
+                    << ctx.rank_name(ctx.world_rank()) << " has " << info.name << " (sm_"
+                    << info.major << info.minor << ")"
+                    << (bf16_here ? " and another rank an older one" : "")
+                    << "; set precision.mode to fp16-mixed or auto");
+  }
+  if (asked != Precision::kAuto) return asked;
+  return bf16_everywhere ? Precision::kBf16Mixed : Precision::kFp16Mixed;
+}
+
+// `config` resolved to device cuda and its precision (what checkpoints record);
+// Act is the precision's activation type.
+template <typename Act>
+TrainResult train_with(const Config& config, mpi::Context& ctx, const TrainOptions& options,
+                       int threads, int device, std::ostream& out) {
+  CudaBackend<Act> backend(CudaBackendOptions{
       .device = device, .reserve_bytes = size_t(config.training.gpu_reserve_mb * (1 << 20))});
-  out << "backend: " << backend.name() << " per rank, fp16-mixed\n";
+  out << "backend: " << backend.name() << " per rank, " << to_string(config.precision.mode) << "\n";
 
   std::optional<mpi::NcclCommunicator> nccl;
   GradientSyncFactory make_gradient_sync;
@@ -70,8 +91,24 @@ TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& 
     };
     out << "gradient all-reduce: NCCL over " << ctx.world_size() << " GPUs\n";
   }
-  Trainer<__half, float> trainer(config, ctx, backend, threads, out, make_gradient_sync);
+  Trainer<Act, float> trainer(config, ctx, backend, threads, out, make_gradient_sync);
   return trainer.run(options);
+}
+
+TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& options,
+                          int threads, std::ostream& out) {
+  if (config.distributed.zero_stage == 1 && ctx.world_size() > 1) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "distributed.zero_stage = 1 on CUDA: the NCCL gradient all-reduce does not shard "
+                "the optimizer state; set distributed.zero_stage to 0, or training.device to cpu");
+  }
+  const int device = mpi::select_cuda_device(ctx);
+  config.training.device = DeviceType::kCuda;
+  config.precision.mode = cuda_precision(config.precision.mode, ctx, cuda_device_info(device));
+  if (config.precision.mode == Precision::kBf16Mixed) {
+    return train_with<__nv_bfloat16>(config, ctx, options, threads, device, out);
+  }
+  return train_with<__half>(config, ctx, options, threads, device, out);
 }
 
 }  // namespace
@@ -102,11 +139,13 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
       (config.training.device == DeviceType::kAuto && every_rank_has_cuda(ctx))) {
     return train_on_cuda(config, ctx, options, threads, out);
   }
-  if (config.precision.mode == Precision::kFp16Mixed) {
+  if (config.precision.mode == Precision::kFp16Mixed ||
+      config.precision.mode == Precision::kBf16Mixed) {
     MPIASR_FAIL(ExitCode::kUsage,
-                "precision.mode = fp16-mixed needs the CUDA backend (training.device = cuda, or "
-                "auto with a GPU on every rank); this run trains in fp32 on the CPU (set "
-                "precision.mode to fp32 or auto)");
+                "precision.mode = " << to_string(config.precision.mode)
+                                    << " needs the CUDA backend (training.device = cuda, or "
+                                       "auto with a GPU on every rank); this run trains in fp32 "
+                                       "on the CPU (set precision.mode to fp32 or auto)");
   }
 #else
   if (config.training.device == DeviceType::kCuda) {
@@ -114,10 +153,12 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
                 "training.device = cuda: this build trains on the CPU only; "
                 "set training.device to cpu or auto");
   }
-  if (config.precision.mode == Precision::kFp16Mixed) {
+  if (config.precision.mode == Precision::kFp16Mixed ||
+      config.precision.mode == Precision::kBf16Mixed) {
     MPIASR_FAIL(ExitCode::kUsage,
-                "precision.mode = fp16-mixed needs the CUDA backend; this build "
-                "trains in fp32 on the CPU (set precision.mode to fp32 or auto)");
+                "precision.mode = " << to_string(config.precision.mode)
+                                    << " needs the CUDA backend; this build trains in fp32 on "
+                                       "the CPU (set precision.mode to fp32 or auto)");
   }
 #endif
   CpuBackend<float> backend(threads);

@@ -88,11 +88,19 @@ class Trainer {
   void resume();
   // One optimizer step; returns whether any rank was asked to stop. Sets
   // time_spent_ when any rank found training.max_minutes spent as it began.
+  // Nothing in it waits for the device.
   bool train_step();
+  // Reads the step control back (the wait for the device, before progress
+  // lines, validations and checkpoints): stops a diverged run, takes the
+  // optimizer and scaler state into state_ and the sums into interval_.
+  void read_step_state();
   void log_progress();
   // Returns whether the validation CER improved on the best so far.
   bool validate();
   void save_checkpoint();
+  // The optimizer's state by name on the writer ranks (empty elsewhere);
+  // sharded, every rank's pieces are gathered to them (collective).
+  NamedTensors optimizer_state_for_writers();
   int64_t steps_in_epoch(int epoch) const {
     const int64_t batches = int64_t(sampler_->batches_per_epoch(epoch));
     return (batches + config_.training.accumulation - 1) / config_.training.accumulation;
@@ -129,6 +137,7 @@ class Trainer {
   std::unique_ptr<LossScaler> scaler_;
   std::unique_ptr<LrSchedule> schedule_;
   std::unique_ptr<GradientSync> reducer_;
+  bool sharded_ = false;  // ZeRO-1: the optimizer owns this rank's pieces only
   std::unique_ptr<MetricsLog> metrics_;
   std::vector<Batch> micro_batches_;
 
@@ -143,13 +152,15 @@ class Trainer {
   // Sums since the last progress line (this rank's; all-reduced when printed).
   struct Interval {
     double loss = 0, tokens = 0, utterances = 0, audio_seconds = 0;
-    double grad_norm = 0;  // sum over steps (the norm is the same on every rank)
+    double grad_norm = 0;  // sum over applied steps (the norm is the same on every rank)
     int64_t steps = 0;
+    int64_t skipped = 0;   // steps skipped for a non-finite gradient (fp16)
     double seconds = 0;    // inside train_step
     double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
     double comm_cpu = 0;   // CPU time of the reducer's communication thread
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
+  int64_t step_at_clear_ = 0;     // state_.step when the control's sums were last cleared
 };
 
 template <typename Act, typename Acc>
@@ -216,16 +227,36 @@ void Trainer<Act, Acc>::build_model() {
   const std::vector<BatchShape> valid_shapes = evaluation_batch_shapes(
       valid_batches_, utterance_durations(valid_), eval_features_->fbank, windowing_);
   shapes.insert(shapes.end(), valid_shapes.begin(), valid_shapes.end());
+  sharded_ = config_.distributed.zero_stage == 1 && ctx_.world_size() > 1;
+  // Sharded, the buffers are cut into whole pieces of world size x alignment.
+  const size_t parameter_multiple =
+      sharded_ ? size_t(ctx_.world_size()) * kParameterAlignment : kParameterAlignment;
   model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, BatchShapes(shapes),
-                                                 config_.training.seed);
+                                                 config_.training.seed, parameter_multiple);
   log_ << "model: " << describe_model(config_, model_config) << "\n"
        << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
        << " M parameters; planned for " << describe_plan(model_->shapes()) << ", "
        << model_->arena_bytes() / double(1 << 20) << " MiB of activations\n"
        << std::defaultfloat;
 
-  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(model_->params(), adamw_config(config_));
+  if (ctx_.world_size() > 1 && make_gradient_sync_) {
+    reducer_ = make_gradient_sync_(model_->params().grad(), model_->params().size());
+  } else if (ctx_.world_size() > 1) {
+    reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
+        ctx_, model_->params().grad(), model_->params().size(), reducer_options(config_));
+  }
+  optimizer_ = std::make_unique<Optimizer<Act, Acc>>(
+      model_->params(), adamw_config(config_),
+      sharded_ ? reducer_->shard_ranges(ctx_.world_rank()) : std::vector<OptimizerRange>{});
   scaler_ = std::make_unique<LossScaler>(loss_scaler_config(config_));
+  optimizer_->set_state(0, scaler_->loss_scaler_state());
+  if (sharded_) {
+    log_ << "optimizer: ZeRO-1, AdamW state sharded over " << ctx_.world_size() << " ranks ("
+         << std::fixed << std::setprecision(2)
+         << 2.0 * double(optimizer_->state_elements()) * sizeof(Acc) / double(1 << 20)
+         << " MiB of moments per rank)\n"
+         << std::defaultfloat;
+  }
 
   // The schedule's length: every epoch's steps, capped by max_steps.
   int64_t total_steps = 0;
@@ -244,12 +275,6 @@ void Trainer<Act, Acc>::build_model() {
        << config_.training.accumulation << " micro-batches, LR x " << schedule_->batch_scale()
        << " (" << to_string(s.lr_scaling) << " scaling)\n";
 
-  if (ctx_.world_size() > 1 && make_gradient_sync_) {
-    reducer_ = make_gradient_sync_(model_->params().grad(), model_->params().size());
-  } else if (ctx_.world_size() > 1) {
-    reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
-        ctx_, model_->params().grad(), model_->params().size(), reducer_options(config_));
-  }
   micro_batches_.resize(size_t(config_.training.accumulation));
 }
 
@@ -299,8 +324,8 @@ void Trainer<Act, Acc>::resume() {
   optimizer_->import_state(
       tensors_from_safetensors(files.files[kOptimizerFile], dir + "/" + kOptimizerFile),
       dir + "/" + kOptimizerFile);
-  optimizer_->set_step_count(int(state_.optimizer_step));
   scaler_->load_state(state_.scaler);
+  optimizer_->set_state(int(state_.optimizer_step), scaler_->loss_scaler_state());
 
   Config checkpoint_config;
   apply_yaml(checkpoint_config, files.files[kConfigFile], dir + "/" + kConfigFile);
@@ -327,6 +352,7 @@ void Trainer<Act, Acc>::resume() {
     state_.batch_in_epoch = 0;
     state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
   }
+  step_at_clear_ = state_.step;
   log_ << "resumed from " << dir << ": step " << state_.step << ", epoch " << std::fixed
        << std::setprecision(2) << epoch_progress() << std::defaultfloat << "\n";
 }
@@ -380,18 +406,20 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     const bool last = state_.step == state_.total_steps || time_spent_;
     const int64_t step = state_.step;
     const TrainingConfig& t = config_.training;
-    if (step % t.log_every == 0 || last || stop) log_progress();
+    const bool log_now = step % t.log_every == 0 || last || stop;
     const int64_t valid_every = config_.validation.every_steps;
     const bool epoch_ended = state_.epoch != epoch_before;
-    bool improved = false;
-    if (valid_loader_ && ((valid_every > 0 && step % valid_every == 0) || epoch_ended || last)) {
-      improved = validate();
-    }
+    const bool validate_now =
+        valid_loader_ && ((valid_every > 0 && step % valid_every == 0) || epoch_ended || last);
     const int64_t checkpoint_every = config_.checkpoint.every_steps;
     const bool stopping = stop || step == options.stop_at_step;
-    if ((checkpoint_every > 0 && step % checkpoint_every == 0) || improved || last || stopping) {
-      save_checkpoint();
-    }
+    const bool checkpoint_due =
+        (checkpoint_every > 0 && step % checkpoint_every == 0) || last || stopping;
+    // The only waits for the device: here, and in validation.
+    if (log_now || validate_now || checkpoint_due) read_step_state();
+    if (log_now) log_progress();
+    const bool improved = validate_now && validate();
+    if (checkpoint_due || improved) save_checkpoint();
     if (stopping) {
       result.stop_signal = stop ? StopSignals::received() : 0;
       log_ << "stopped after step " << step << "; run the same command again to resume\n";
@@ -445,7 +473,13 @@ bool Trainer<Act, Acc>::train_step() {
   const double loss_divisor = std::max(counts[0], 1.0);
 
   optimizer_->zero_grad();
-  const float loss_scale = scaler_->scale();
+  // The learning rate follows the steps taken, as a scheduler stepped every
+  // iteration does (fp16 steps skipped on the device do not hold it back).
+  state_.lr = schedule_->lr_at(int(state_.step + 1));
+  // The gradient is the loss scale times that of the summed loss; the token
+  // count is divided in when it is unscaled, with the scale (the control).
+  optimizer_->set_step_inputs(loss_divisor, float(state_.lr));
+  StepControl* control = optimizer_->control();
   for (int i = 0; i < micro; ++i) {
     const Batch& batch = micro_batches_[size_t(i)];
     const bool last = i == micro - 1;
@@ -456,14 +490,11 @@ bool Trainer<Act, Acc>::train_step() {
         reducer_->on_grads_ready(offset, count);
       };
     }
-    const std::vector<double> losses = model_->forward_backward(
-        model_input(batch), 1.0, loss_scale, config_.training.zero_infinity,
+    model_->forward_backward(
+        model_input(batch), 1.0, &control->scaler.scale, config_.training.zero_infinity,
         trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
-        on_grads_ready);
-    for (int b = 0; b < batch.batch_size; ++b) {
-      interval_.loss += losses[size_t(b)];
-      interval_.tokens += batch.target_lengths[size_t(b)];
-    }
+        &control->loss_sum, on_grads_ready);
+    for (int b = 0; b < batch.batch_size; ++b) interval_.tokens += batch.target_lengths[size_t(b)];
     interval_.utterances += batch.batch_size;
     interval_.audio_seconds += batch.audio_seconds;
   }
@@ -474,39 +505,17 @@ bool Trainer<Act, Acc>::train_step() {
     interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
 
-  // The gradient is loss_scale times that of the summed loss: one factor
-  // unscales it and makes it the gradient of the token-averaged loss.
-  const float unscale = float(1.0 / (double(loss_scale) * loss_divisor));
-  const double grad_norm = optimizer_->global_grad_norm(unscale);
-  const bool finite = std::isfinite(grad_norm);
-  if (scaler_->update(!finite)) {
-    if (!finite) {
-      MPIASR_FAIL(ExitCode::kNonFinite,
-                  "step " << state_.step + 1 << ": the gradient norm is " << grad_norm
-                          << "; training diverged (lower optimizer.lr, raise "
-                             "schedule.warmup_steps or set optimizer.clip_norm)");
-    }
-    if (config_.optimizer.clip_norm > 0) optimizer_->clip(config_.optimizer.clip_norm, grad_norm);
-    state_.lr = schedule_->lr_at(int(state_.optimizer_step + 1));
-    optimizer_->step(float(state_.lr), unscale);
-    ++state_.optimizer_step;
-    interval_.grad_norm += grad_norm;
-  } else {
-    log_ << "step " << state_.step + 1 << ": non-finite gradient, step skipped, loss scale now "
-         << scaler_->scale() << "\n";
-    if (scaler_->stuck()) {
-      MPIASR_FAIL(ExitCode::kNonFinite,
-                  "step " << state_.step + 1 << ": the last " << scaler_->skips_at_min_scale()
-                          << " steps were all skipped, their gradients not finite even at the "
-                             "minimum loss scale "
-                          << scaler_->config().min_scale
-                          << ": training diverged (precision.max_skips_at_min_scale = "
-                          << config_.precision.max_skips_at_min_scale
-                          << " such steps stop it; lower optimizer.lr or raise "
-                             "schedule.warmup_steps)");
-    }
+  // Norm, loss-scaler and clip decisions and AdamW, all where the gradients
+  // are (kernels/step_control.h); sharded, each rank updates its pieces and
+  // the weights are gathered.
+  optimizer_->add_grad_sum_squares();
+  if (sharded_) reducer_->sum_over_ranks(&control->grad_sum_squares);
+  optimizer_->decide(scaler_->rule());
+  optimizer_->step();
+  if (sharded_) {
+    reducer_->gather_parameters(model_->params().master());
+    model_->params().refresh_compute();
   }
-  state_.scaler = scaler_->state();
 
   ++state_.step;
   ++interval_.steps;
@@ -518,6 +527,37 @@ bool Trainer<Act, Acc>::train_step() {
   }
   interval_.seconds += std::chrono::duration<double>(Clock::now() - begin).count();
   return counts[1] > 0;
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::read_step_state() {
+  const StepControl control = optimizer_->read_control();
+  if (control.diverged > 0) {
+    MPIASR_FAIL(ExitCode::kNonFinite, "step "
+                                          << step_at_clear_ + control.first_diverged
+                                          << ": the gradient norm is " << control.diverged_norm
+                                          << "; training diverged (lower optimizer.lr, raise "
+                                             "schedule.warmup_steps or set optimizer.clip_norm)");
+  }
+  scaler_->set_loss_scaler_state(control.scaler);
+  if (control.stuck_step > 0) {
+    MPIASR_FAIL(ExitCode::kNonFinite,
+                "step " << step_at_clear_ + control.stuck_step << ": the last "
+                        << config_.precision.max_skips_at_min_scale
+                        << " steps were all skipped, their gradients not finite even at the "
+                           "minimum loss scale "
+                        << scaler_->config().min_scale
+                        << ": training diverged (precision.max_skips_at_min_scale = "
+                        << config_.precision.max_skips_at_min_scale
+                        << " such steps stop it; lower optimizer.lr or raise "
+                           "schedule.warmup_steps)");
+  }
+  state_.scaler = scaler_->state();
+  state_.optimizer_step = control.optimizer_step;
+  // The sums run from one progress line to the next (cleared there).
+  interval_.loss = control.loss_sum;
+  interval_.grad_norm = control.grad_norm_sum;
+  interval_.skipped = control.skipped;
 }
 
 template <typename Act, typename Acc>
@@ -564,6 +604,11 @@ void Trainer<Act, Acc>::log_progress() {
            << std::defaultfloat;
     }
     log_ << std::endl;
+    if (interval_.skipped > 0) {
+      log_ << "steps " << state_.step - interval_.steps + 1 << "-" << state_.step << ": "
+           << interval_.skipped << " skipped for non-finite gradients, loss scale now "
+           << scaler_->scale() << "\n";
+    }
   }
   nlohmann::json record = {
       {"kind", "train"},
@@ -584,6 +629,8 @@ void Trainer<Act, Acc>::log_progress() {
   record["elapsed_s"] = train_seconds();
   metrics_->write(record);
   interval_ = Interval{};
+  optimizer_->clear_sums();
+  step_at_clear_ = state_.step;
 }
 
 template <typename Act, typename Acc>
@@ -617,16 +664,37 @@ bool Trainer<Act, Acc>::validate() {
 }
 
 template <typename Act, typename Acc>
+NamedTensors Trainer<Act, Acc>::optimizer_state_for_writers() {
+  if (!sharded_) return is_writer_ ? optimizer_->export_state() : NamedTensors{};
+  // DESIGN.md "Sharded optimizer state": gathered on save, so a checkpoint is
+  // the same whatever the sharding, and any world size resumes from it.
+  const size_t n = optimizer_->state_elements();
+  const std::vector<float> all =
+      mpi::gather_to_receivers(ctx_, optimizer_->moments_to_host(), is_writer_, "optimizer gather");
+  if (!is_writer_) return {};
+  const size_t size = model_->params().size();
+  std::vector<float> m(size, 0.0f), v(size, 0.0f);
+  for (int rank = 0; rank < ctx_.world_size(); ++rank) {
+    const float* moments = all.data() + size_t(rank) * 2 * n;
+    for (const OptimizerRange& range : reducer_->shard_ranges(rank)) {
+      std::copy_n(moments + range.state_offset, range.count, m.begin() + long(range.offset));
+      std::copy_n(moments + n + range.state_offset, range.count, v.begin() + long(range.offset));
+    }
+  }
+  return optimizer_->state_tensors(m, v);
+}
+
+template <typename Act, typename Acc>
 void Trainer<Act, Acc>::save_checkpoint() {
   const Clock::time_point begin = Clock::now();
   std::string dir, failure;
   state_.train_seconds = train_seconds();
+  const NamedTensors optimizer_state = optimizer_state_for_writers();
   if (is_writer_) {
     try {
-      const CheckpointFiles files =
-          make_checkpoint_files(model_->params().export_masters(), optimizer_->export_state(),
-                                state_, dump_config(config_), config_.tokenizer.model_path,
-                                config_.features.cmvn_path, model_->config());
+      const CheckpointFiles files = make_checkpoint_files(
+          model_->params().export_masters(), optimizer_state, state_, dump_config(config_),
+          config_.tokenizer.model_path, config_.features.cmvn_path, model_->config());
       const std::optional<int64_t> best =
           state_.best_step > 0 ? std::optional<int64_t>(state_.best_step) : std::nullopt;
       dir = write_checkpoint(config_.checkpoint.dir, state_.step, files,

@@ -9,6 +9,7 @@
 // too for comparable figures (the context shows the policy in effect).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+#include <omp.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/gemm.h"
 
 namespace mpiasr {
 namespace {
@@ -63,30 +65,15 @@ void BM_openblas_sgemm_2048(benchmark::State& state) {
 // The backend's GEMM: panels on the OpenMP team, OpenBLAS on one thread each.
 void BM_gemm_2048(benchmark::State& state) {
   const int n = 2048;
-  CpuBackend<float> backend(threads(state));
+  omp_set_num_threads(threads(state));
   const auto a = random_floats(size_t(n) * n, 1), b = random_floats(size_t(n) * n, 2);
   std::vector<float> c(size_t(n) * n);
   for (auto _ : state) {
-    backend.gemm(false, false, n, n, n, 1.0f, a.data(), n, 0, b.data(), n, 0, 0.0f, c.data(), n, 0,
-                 1);
+    cpu_gemm<float>(false, false, n, n, n, 1.0f, a.data(), n, 0, b.data(), n, 0, 0.0f, c.data(), n,
+                    0, 1);
     benchmark::DoNotOptimize(c.data());
   }
   set_flops(state, 2.0 * n * n * n);
-}
-
-// Attention scores: [B*H] x (T x Dh) (Dh x T), T = 100, Dh = 36 (d = 144, 4 heads).
-void BM_attention_scores_gemm(benchmark::State& state) {
-  const int batch = 64, T = 100, Dh = 36;
-  CpuBackend<float> backend(threads(state));
-  const auto q = random_floats(size_t(batch) * T * Dh, 1),
-             k = random_floats(size_t(batch) * T * Dh, 2);
-  std::vector<float> s(size_t(batch) * T * T);
-  for (auto _ : state) {
-    backend.gemm(false, true, T, T, Dh, 0.1667f, q.data(), Dh, T * Dh, k.data(), Dh, T * Dh, 0.0f,
-                 s.data(), T, T * T, batch);
-    benchmark::DoNotOptimize(s.data());
-  }
-  set_flops(state, 2.0 * batch * T * T * Dh);
 }
 
 // ---- linear (FFN up-projection: M = B*T = 1600, d -> 4d) -------------------------
@@ -139,7 +126,8 @@ void BM_conv2d_forward(benchmark::State& state) {
              w = random_floats(size_t(s.Cout) * s.Cin * 9, 2), b = random_floats(s.Cout, 3);
   std::vector<float> y(size_t(s.B) * s.Ho() * s.Wo() * s.Cout);
   for (auto _ : state) {
-    backend.conv2d_forward(y.data(), x.data(), w.data(), b.data(), s.B, s.Cin, s.H, s.W, s.Cout);
+    backend.conv2d_forward(y.data(), x.data(), w.data(), b.data(), s.B, s.Cin, s.H, s.W, s.Cout,
+                           true);
     benchmark::DoNotOptimize(y.data());
   }
   set_flops(state, s.flops());
@@ -187,32 +175,32 @@ void BM_layernorm_backward(benchmark::State& state) {
                             1e-5f);
   for (auto _ : state) {
     backend.layernorm_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(), w.data(),
-                               mean.data(), rstd.data(), N, C);
+                               mean.data(), rstd.data(), N, C, true);
     benchmark::DoNotOptimize(dx.data());
   }
   set_bytes(state, 4.0 * N * C * sizeof(float));  // read x, dy, dx; write dx
 }
 
-// Swish on the FFN hidden layer [1600, 4d].
-void BM_swish_forward(benchmark::State& state) {
+// Swish and the dropout after it on the FFN hidden layer [1600, 4d], p = 0.1.
+void BM_swish_dropout_forward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1);
   std::vector<float> y(n);
   for (auto _ : state) {
-    backend.swish_forward(y.data(), x.data(), n);
+    backend.swish_dropout_forward(y.data(), x.data(), 0.1f, 1, 0, n);
     benchmark::DoNotOptimize(y.data());
   }
   set_bytes(state, 2.0 * n * sizeof(float));
 }
 
-void BM_swish_backward(benchmark::State& state) {
+void BM_swish_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1), dy = random_floats(n, 2);
   std::vector<float> dx(n);
   for (auto _ : state) {
-    backend.swish_backward(dx.data(), dy.data(), x.data(), n);
+    backend.swish_dropout_backward(dx.data(), dy.data(), x.data(), 0.1f, 1, 0, n);
     benchmark::DoNotOptimize(dx.data());
   }
   set_bytes(state, 3.0 * n * sizeof(float));
@@ -243,15 +231,15 @@ void BM_glu_backward(benchmark::State& state) {
   set_bytes(state, 5.0 * N * C * sizeof(float));
 }
 
-// Dropout on the FFN hidden layer [1600, 4d].
-void BM_dropout_forward(benchmark::State& state) {
+// Dropout of a gradient [1600, 4d] (a residual branch's, scale 1).
+void BM_residual_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
   CpuBackend<float> backend(threads(state));
   const auto x = random_floats(n, 1);
   std::vector<float> y(n);
   uint64_t seed = 0;
   for (auto _ : state) {
-    backend.dropout_forward(y.data(), x.data(), 0.1f, ++seed, 0, n);
+    backend.residual_dropout_backward(y.data(), x.data(), 1.0f, 0.1f, ++seed, 0, n);
     benchmark::DoNotOptimize(y.data());
   }
   set_bytes(state, 2.0 * n * sizeof(float));
@@ -259,60 +247,40 @@ void BM_dropout_forward(benchmark::State& state) {
       benchmark::Counter(double(n) * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// ---- attention pieces: B = 16, T = 100, H = 4 ------------------------------------------
+// ---- attention: B = 16, T = 100, H = 4 ----------------------------------------------
+// Flops: the score and context products, 4 B H T^2 Dh forward; backward
+// recomputes the scores and adds dP, dV, dQ, dK: 10 B H T^2 Dh.
 
-void BM_qkv_split_rope_forward(benchmark::State& state) {
+void BM_attention_forward(benchmark::State& state) {
   const int B = 16, T = 100, H = 4, Dh = int(state.range(1)) / H;
   const size_t n = size_t(B) * T * H * Dh;
   CpuBackend<float> backend(threads(state));
   const auto qkv = random_floats(3 * n, 1);
-  std::vector<float> q(n), k(n), v(n);
+  const std::vector<int32_t> lengths(B, T);
+  std::vector<float> out(n), lse(size_t(B) * H * T);
   for (auto _ : state) {
-    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-    benchmark::DoNotOptimize(q.data());
+    backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh,
+                              0.125f);
+    benchmark::DoNotOptimize(out.data());
   }
-  set_bytes(state, 6.0 * n * sizeof(float));
+  set_flops(state, 4.0 * B * H * T * T * Dh);
 }
 
-void BM_qkv_split_rope_backward(benchmark::State& state) {
+void BM_attention_backward(benchmark::State& state) {
   const int B = 16, T = 100, H = 4, Dh = int(state.range(1)) / H;
   const size_t n = size_t(B) * T * H * Dh;
   CpuBackend<float> backend(threads(state));
-  const auto dq = random_floats(n, 1), dk = random_floats(n, 2), dv = random_floats(n, 3);
-  std::vector<float> dqkv(3 * n);
+  const auto qkv = random_floats(3 * n, 1), dout = random_floats(n, 2);
+  const std::vector<int32_t> lengths(B, T);
+  std::vector<float> out(n), lse(size_t(B) * H * T), dqkv(3 * n);
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh,
+                            0.125f);
   for (auto _ : state) {
-    backend.qkv_split_rope_backward(dqkv.data(), dq.data(), dk.data(), dv.data(), B, T, H, Dh);
+    backend.attention_backward(dqkv.data(), dout.data(), out.data(), lse.data(), qkv.data(),
+                               lengths.data(), B, T, H, Dh, 0.125f);
     benchmark::DoNotOptimize(dqkv.data());
   }
-  set_bytes(state, 6.0 * n * sizeof(float));
-}
-
-void BM_masked_softmax_forward(benchmark::State& state) {
-  const int B = 16, H = 4, T = 100;
-  const size_t n = size_t(B) * H * T * T;
-  CpuBackend<float> backend(threads(state));
-  const auto s = random_floats(n, 1);
-  std::vector<int32_t> lengths(B);
-  for (int b = 0; b < B; ++b) lengths[b] = T - 3 * b;
-  std::vector<float> p(n);
-  for (auto _ : state) {
-    backend.masked_softmax_forward(p.data(), s.data(), lengths.data(), B, H, T);
-    benchmark::DoNotOptimize(p.data());
-  }
-  set_bytes(state, 2.0 * n * sizeof(float));
-}
-
-void BM_masked_softmax_backward(benchmark::State& state) {
-  const int B = 16, H = 4, T = 100;
-  const size_t n = size_t(B) * H * T * T;
-  CpuBackend<float> backend(threads(state));
-  const auto p = random_floats(n, 1), dp = random_floats(n, 2);
-  std::vector<float> ds(n);
-  for (auto _ : state) {
-    backend.masked_softmax_backward(ds.data(), dp.data(), p.data(), B, H, T);
-    benchmark::DoNotOptimize(ds.data());
-  }
-  set_bytes(state, 3.0 * n * sizeof(float));
+  set_flops(state, 10.0 * B * H * T * T * Dh);
 }
 
 // ---- depthwise conv1d: B = 16, T = 100, K = 31 ---------------------------------------
@@ -379,37 +347,28 @@ void conv_args(benchmark::internal::Benchmark* b) {
 
 BENCHMARK(BM_openblas_sgemm_2048)->Apply(thread_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_gemm_2048)->Apply(thread_args)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_attention_scores_gemm)
-    ->Apply(thread_args)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
 BENCHMARK(BM_linear_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_linear_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_conv2d_forward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_conv2d_backward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_layernorm_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_layernorm_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_swish_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_swish_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_swish_dropout_forward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK(BM_swish_dropout_backward)
+    ->Apply(model_args)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 BENCHMARK(BM_glu_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_glu_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_dropout_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_qkv_split_rope_forward)
+BENCHMARK(BM_residual_dropout_backward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_qkv_split_rope_backward)
-    ->Apply(model_args)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
-BENCHMARK(BM_masked_softmax_forward)
-    ->Apply(thread_args)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
-BENCHMARK(BM_masked_softmax_backward)
-    ->Apply(thread_args)
-    ->Unit(benchmark::kMicrosecond)
-    ->UseRealTime();
+BENCHMARK(BM_attention_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_attention_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_depthwise_conv1d_forward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)

@@ -34,7 +34,7 @@ constexpr int kRows = kB * kT;
 constexpr int kInputFrames = 1500, kMels = 80, kChannels = 256;
 constexpr size_t kParameters = size_t(30) << 20;  // ~medium's parameter count
 
-CudaBackend* g_backend = nullptr;
+CudaBackend<__half>* g_backend = nullptr;
 
 // Fills x [n] with values in [-1, 1) from a hash of the index.
 template <typename T>
@@ -72,7 +72,7 @@ using Float = Buffer<float>;
 // Times op() with events on the backend's stream (one warm-up call first)
 // and sets the throughput counters from its bytes and flops per call.
 void run(benchmark::State& state, double bytes, double flops, const std::function<void()>& op) {
-  CudaBackend& be = *g_backend;
+  CudaBackend<__half>& be = *g_backend;
   const CudaDeviceInfo& info = be.device_info();
   CudaEvent start(true), stop(true);
   op();
@@ -120,12 +120,34 @@ void BM_linear_backward_ffn1(benchmark::State& state) {
   });
 }
 
-void BM_attention_scores_gemm(benchmark::State& state) {
-  const int64_t head = int64_t(kT) * kDh, scores = int64_t(kT) * kT;
-  Half q(size_t(kB) * kH * head), k(size_t(kB) * kH * head), s(size_t(kB) * kH * scores);
-  run(state, 0, 2.0 * kB * kH * kT * kT * kDh, [&] {
-    g_backend->gemm(false, true, kT, kT, kDh, 0.125f, q.get(), kDh, head, k.get(), kDh, head, 0.0f,
-                    s.get(), kT, scores, kB * kH);
+std::vector<int32_t> full_lengths() {
+  return std::vector<int32_t>(kB, kT);
+}
+
+// Fused attention on tensor cores; flops of the score and context products
+// (4 B H T^2 Dh), backward 10 B H T^2 Dh (the scores and dP computed in both
+// of its kernels, dV, dQ, dK).
+void BM_attention_forward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half qkv(3 * n), out(n);
+  Float lse(size_t(kB) * kH * kT);
+  const std::vector<int32_t> lengths = full_lengths();
+  run(state, 0, 4.0 * kB * kH * kT * kT * kDh, [&] {
+    g_backend->attention_forward(out.get(), lse.get(), qkv.get(), lengths.data(), kB, kT, kH, kDh,
+                                 0.125f);
+  });
+}
+
+void BM_attention_backward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half qkv(3 * n), out(n), dout(n), dqkv(3 * n);
+  Float lse(size_t(kB) * kH * kT);
+  const std::vector<int32_t> lengths = full_lengths();
+  g_backend->attention_forward(out.get(), lse.get(), qkv.get(), lengths.data(), kB, kT, kH, kDh,
+                               0.125f);
+  run(state, 0, 10.0 * kB * kH * kT * kT * kDh, [&] {
+    g_backend->attention_backward(dqkv.get(), dout.get(), out.get(), lse.get(), qkv.get(),
+                                  lengths.data(), kB, kT, kH, kDh, 0.125f);
   });
 }
 
@@ -137,8 +159,8 @@ void BM_conv2d_forward(benchmark::State& state) {
   Half inp(size_t(B) * H * W * kChannels), w(size_t(kChannels) * kChannels * 9), b(kChannels);
   Half out(size_t(B) * Ho * Wo * kChannels);
   run(state, 0, 2.0 * B * Ho * Wo * kChannels * 9.0 * kChannels, [&] {
-    g_backend->conv2d_forward(out.get(), inp.get(), w.get(), b.get(), B, kChannels, H, W,
-                              kChannels);
+    g_backend->conv2d_forward(out.get(), inp.get(), w.get(), b.get(), B, kChannels, H, W, kChannels,
+                              true);
   });
 }
 
@@ -173,14 +195,15 @@ void BM_layernorm_backward(benchmark::State& state) {
   Float mean(kRows), rstd(kRows), dw(kD), db(kD);
   run(state, 4 * n * kHalf, 0, [&] {
     g_backend->layernorm_backward(dinp.get(), dw.get(), db.get(), dout.get(), inp.get(), w.get(),
-                                  mean.get(), rstd.get(), kRows, kD);
+                                  mean.get(), rstd.get(), kRows, kD, true);
   });
 }
 
-void BM_swish_forward(benchmark::State& state) {
+void BM_swish_dropout_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * 4 * kD;
   Half inp(n), out(n);
-  run(state, 2 * n * kHalf, 0, [&] { g_backend->swish_forward(out.get(), inp.get(), n); });
+  run(state, 2 * n * kHalf, 0,
+      [&] { g_backend->swish_dropout_forward(out.get(), inp.get(), 0.1f, 42, 0, n); });
 }
 
 void BM_glu_backward(benchmark::State& state) {
@@ -190,45 +213,22 @@ void BM_glu_backward(benchmark::State& state) {
       [&] { g_backend->glu_backward(dinp.get(), dout.get(), inp.get(), kRows, kD); });
 }
 
-void BM_dropout(benchmark::State& state) {
-  const size_t n = size_t(kRows) * 4 * kD;
-  Half inp(n), out(n);
+void BM_residual_dropout_backward(benchmark::State& state) {
+  const size_t n = size_t(kRows) * kD;
+  Half dx(n), dbranch(n);
   run(state, 2 * n * kHalf, 0,
-      [&] { g_backend->dropout_forward(out.get(), inp.get(), 0.1f, 42, 0, n); });
+      [&] { g_backend->residual_dropout_backward(dbranch.get(), dx.get(), 0.5f, 0.1f, 42, 0, n); });
 }
 
-void BM_add_scaled(benchmark::State& state) {
+// x = base + 1/2 Dropout(branch) and LN(x): reads base and branch, writes x and LN(x).
+void BM_residual_layernorm_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
-  Half x(n), r(n), y(n);
-  run(state, 3 * n * kHalf, 0, [&] { g_backend->add_scaled(y.get(), x.get(), r.get(), 0.5f, n); });
-}
-
-void BM_qkv_split_rope_forward(benchmark::State& state) {
-  const size_t n = size_t(kRows) * kD;
-  Half qkv(3 * n), q(n), k(n), v(n);
-  run(state, 6 * n * kHalf, 0, [&] {
-    g_backend->qkv_split_rope_forward(q.get(), k.get(), v.get(), qkv.get(), kB, kT, kH, kDh);
-  });
-}
-
-std::vector<int32_t> full_lengths() {
-  return std::vector<int32_t>(kB, kT);
-}
-
-void BM_masked_softmax_forward(benchmark::State& state) {
-  const size_t n = size_t(kB) * kH * kT * kT;
-  Half scores(n), probs(n);
-  const std::vector<int32_t> lengths = full_lengths();
-  run(state, 2 * n * kHalf, 0, [&] {
-    g_backend->masked_softmax_forward(probs.get(), scores.get(), lengths.data(), kB, kH, kT);
-  });
-}
-
-void BM_masked_softmax_backward(benchmark::State& state) {
-  const size_t n = size_t(kB) * kH * kT * kT;
-  Half dprobs(n), probs(n), dscores(n);
-  run(state, 3 * n * kHalf, 0, [&] {
-    g_backend->masked_softmax_backward(dscores.get(), dprobs.get(), probs.get(), kB, kH, kT);
+  Half base(n), branch(n), w(kD), b(kD), x(n), out(n);
+  Float mean(kRows), rstd(kRows);
+  run(state, 4 * n * kHalf, 0, [&] {
+    g_backend->residual_layernorm_forward(x.get(), out.get(), mean.get(), rstd.get(), base.get(),
+                                          branch.get(), 0.5f, 0.1f, 42, 0, w.get(), b.get(), kRows,
+                                          kD, 1e-5f);
   });
 }
 
@@ -271,47 +271,73 @@ void BM_ctc_loss(benchmark::State& state) {
   const int L = 150;
   std::vector<int32_t> targets(size_t(kB) * L), target_lengths(kB, L), input_lengths(kB, kT);
   for (size_t i = 0; i < targets.size(); ++i) targets[i] = 1 + int32_t((i * 7919) % (kV - 1));
-  std::vector<double> grad_scale(kB, 1.0), losses(kB);
+  std::vector<double> grad_scale(kB, 1.0);
+  Buffer<double> losses(kB);
   run(state, n * (kFloat + kHalf), 0, [&] {
-    g_backend->ctc_loss(losses.data(), dlogits.get(), logprobs.get(), targets.data(),
-                        target_lengths.data(), input_lengths.data(), grad_scale.data(), kB, kT, kV);
+    g_backend->ctc_loss(losses.get(), dlogits.get(), logprobs.get(), targets.data(),
+                        target_lengths.data(), input_lengths.data(), grad_scale.data(), nullptr,
+                        nullptr, kB, kT, kV);
   });
 }
 
 // ---- optimizer ------------------------------------------------------------------
 
+// A decided step for AdamW to apply (kernels/step_control.h).
+StepControl* decided_control() {
+  static StepControl* control = [] {
+    auto* device = static_cast<StepControl*>(g_backend->alloc(sizeof(StepControl)));
+    StepControl host;
+    host.lr = 1e-3f;
+    host.grad_sum_squares = 1.0;
+    g_backend->to_device(device, &host, sizeof host);
+    g_backend->decide_step(device, StepRule{});
+    return device;
+  }();
+  return control;
+}
+
 void BM_adamw_step(benchmark::State& state) {
   Float w(kParameters), g(kParameters), m(kParameters), v(kParameters);
   Half w_act(kParameters);
+  StepControl* control = decided_control();
+  // 500 segments with decay on every other, about as many as the runs of
+  // weights and of other tensors in the presets: the kernel's search included.
+  constexpr size_t kSegments = 500;
+  std::vector<AdamWSegment> segments(kSegments);
+  for (size_t s = 0; s < kSegments; ++s) {
+    const size_t begin = kParameters * s / kSegments, end = kParameters * (s + 1) / kSegments;
+    segments[s] = {begin, end - begin, begin, s % 2 ? 0.0f : 1e-3f};
+  }
+  Buffer<AdamWSegment> d_segments(kSegments);
+  g_backend->to_device(d_segments.get(), segments.data(), kSegments * sizeof(AdamWSegment));
   // w, m, v read and written, g read, the half copy written.
   run(state, kParameters * (7 * kFloat + kHalf), 0, [&] {
-    g_backend->adamw_step(w.get(), w_act.get(), g.get(), m.get(), v.get(), kParameters, 1e-3f, 0.9f,
-                          0.98f, 1e-9f, 1e-3f, 10, 1.0f);
+    g_backend->adamw_step(w.get(), w_act.get(), g.get(), m.get(), v.get(), d_segments.get(),
+                          int(kSegments), kParameters, AdamWHyper{0.9f, 0.98f, 1e-9f}, control);
   });
 }
 
 void BM_sum_squares(benchmark::State& state) {
   Float g(kParameters);
+  Buffer<double> sum(1);
   run(state, kParameters * kFloat, 0,
-      [&] { benchmark::DoNotOptimize(g_backend->sum_squares(g.get(), kParameters)); });
+      [&] { g_backend->add_sum_squares(sum.get(), g.get(), kParameters); });
 }
 
 void register_benchmarks() {
   const std::vector<std::pair<const char*, void (*)(benchmark::State&)>> all = {
       {"linear_forward_ffn1", BM_linear_forward_ffn1},
       {"linear_backward_ffn1", BM_linear_backward_ffn1},
-      {"attention_scores_gemm", BM_attention_scores_gemm},
+      {"attention_forward", BM_attention_forward},
+      {"attention_backward", BM_attention_backward},
       {"conv2d_forward", BM_conv2d_forward},
       {"conv2d_backward", BM_conv2d_backward},
       {"layernorm_forward", BM_layernorm_forward},
       {"layernorm_backward", BM_layernorm_backward},
-      {"swish_forward", BM_swish_forward},
+      {"swish_dropout_forward", BM_swish_dropout_forward},
       {"glu_backward", BM_glu_backward},
-      {"dropout", BM_dropout},
-      {"add_scaled", BM_add_scaled},
-      {"qkv_split_rope_forward", BM_qkv_split_rope_forward},
-      {"masked_softmax_forward", BM_masked_softmax_forward},
-      {"masked_softmax_backward", BM_masked_softmax_backward},
+      {"residual_dropout_backward", BM_residual_dropout_backward},
+      {"residual_layernorm_forward", BM_residual_layernorm_forward},
       {"depthwise_conv1d_forward", BM_depthwise_conv1d_forward},
       {"depthwise_conv1d_backward", BM_depthwise_conv1d_backward},
       {"log_softmax", BM_log_softmax},
@@ -332,7 +358,7 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
   mpiasr::register_benchmarks();
   if (mpiasr::list_or_skip("cuda_ops_bench", list_requested)) return 0;
-  mpiasr::CudaBackend backend(mpiasr::CudaBackendOptions{.arena_bytes = size_t(16) << 30});
+  mpiasr::CudaBackend<__half> backend(mpiasr::CudaBackendOptions{.arena_bytes = size_t(16) << 30});
   mpiasr::g_backend = &backend;
   const mpiasr::CudaDeviceInfo& info = backend.device_info();
   benchmark::AddCustomContext("device", info.name);

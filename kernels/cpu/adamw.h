@@ -6,21 +6,18 @@
 
 #include <cstddef>
 
+#include "kernels/adamw_math.h"
+
 namespace mpiasr {
 
-// AdamW on w, m, v [n] from g [n]; step t >= 1 (the bias corrections use it).
+// AdamW on w, m, v [n] from g [n] with coefficients c (kernels/adamw_math.h).
 // Then w_act[i] = w[i] (the compute copy), skipped when w_act is null or w.
 template <typename Real>
-void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n, float lr,
-                    float beta1, float beta2, float eps, float weight_decay, int step,
-                    float grad_scale);
+void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n,
+                    const AdamWCoefficients<Real>& c);
 
 // sum_i g[i]^2, accumulated in double.
 template <typename Real>
 double cpu_sum_squares(const Real* g, size_t n);
-
-// Whether any g[i] is NaN or +-inf.
-template <typename Real>
-bool cpu_has_nonfinite(const Real* g, size_t n);
 
 }  // namespace mpiasr

@@ -1,10 +1,14 @@
-// Head split with RoPE, key-masked softmax and head merge (see attention.h).
+// Multi-head self-attention on BLAS, one (utterance, head) per thread (see attention.h).
 #include "kernels/cpu/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <memory>
 #include <vector>
 
+#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/exp.h"
@@ -44,125 +48,170 @@ void rotate(T* y, const T* x, const RopeTable<T>& table, int t, int Dh, T sign) 
     rope_rotate(x[i], x[i + half], c[i], sign * s[i], &y[i], &y[i + half]);
 }
 
-}  // namespace
-
+// The head vectors of one (b, h) from qkv [B, T, 3, H, Dh]: part 0 (q), 1 (k)
+// or 2 (v) of frames [0, frames) into x [frames, Dh], rotated by RoPE for q and k.
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_,
-                                                   int H, int Dh) {
-  const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(static) \
-    collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      const T* row = qkv + (int64_t(b) * T_ + t) * 3 * H * Dh;
-      for (int h = 0; h < H; ++h) {
-        const int64_t dst = ((int64_t(b) * H + h) * T_ + t) * Dh;
-        rotate(q + dst, row + (0 * H + h) * Dh, table, t, Dh, T(1));
-        rotate(k + dst, row + (1 * H + h) * Dh, table, t, Dh, T(1));
-        std::memcpy(v + dst, row + (2 * H + h) * Dh, sizeof(T) * Dh);
-      }
+void gather_head(T* x, const T* qkv, const RopeTable<T>& table, int b, int h, int part, int frames,
+                 int T_, int H, int Dh) {
+  for (int t = 0; t < frames; ++t) {
+    const T* row = qkv + ((int64_t(b) * T_ + t) * 3 + part) * H * Dh + int64_t(h) * Dh;
+    if (part == 2) {
+      std::memcpy(x + int64_t(t) * Dh, row, sizeof(T) * Dh);
+    } else {
+      rotate(x + int64_t(t) * Dh, row, table, t, Dh, T(1));
     }
   }
 }
 
+// The inverse of gather_head for gradients: dx [frames, Dh] into part `part`
+// of dqkv, rotated back for q and k; frames [frames, T) of the part get zeros.
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv,
-                                                    int B, int T_, int H, int Dh) {
-  const RopeTable<T> table(T_, Dh);
-#pragma omp parallel for schedule(static) \
-    collapse(2) if (parallel_worth(int64_t(B) * T_ * 3 * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      T* row = dqkv + (int64_t(b) * T_ + t) * 3 * H * Dh;
-      for (int h = 0; h < H; ++h) {
-        const int64_t src = ((int64_t(b) * H + h) * T_ + t) * Dh;
-        rotate(row + (0 * H + h) * Dh, dq + src, table, t, Dh, T(-1));
-        rotate(row + (1 * H + h) * Dh, dk + src, table, t, Dh, T(-1));
-        std::memcpy(row + (2 * H + h) * Dh, dv + src, sizeof(T) * Dh);
-      }
+void scatter_head(T* dqkv, const T* dx, const RopeTable<T>& table, int b, int h, int part,
+                  int frames, int T_, int H, int Dh) {
+  for (int t = 0; t < T_; ++t) {
+    T* row = dqkv + ((int64_t(b) * T_ + t) * 3 + part) * H * Dh + int64_t(h) * Dh;
+    if (t >= frames) {
+      std::fill(row, row + Dh, T(0));
+    } else if (part == 2) {
+      std::memcpy(row, dx + int64_t(t) * Dh, sizeof(T) * Dh);
+    } else {
+      rotate(row, dx + int64_t(t) * Dh, table, t, Dh, T(-1));
     }
   }
 }
 
+// x [T, Dh] from the rows of head h of y [B, T, H, Dh].
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_masked_softmax_forward(T* probs, const T* scores,
-                                                   const int32_t* lengths, int B, int H, int T_) {
+void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
+  for (int t = 0; t < T_; ++t) {
+    std::memcpy(x + int64_t(t) * Dh, y + ((int64_t(b) * T_ + t) * H + h) * Dh, sizeof(T) * Dh);
+  }
+}
+
+// The softmax of the scores x [L] in place, with their log-sum-exp.
+template <typename T>
+MPIASR_SIMD_CLONES void softmax_row(T* x, int L, T* lse) {
+  T max = -INFINITY;
+#pragma omp simd reduction(max : max)
+  for (int s = 0; s < L; ++s) max = max > x[s] ? max : x[s];
+  T sum = T(0);
+#pragma omp simd reduction(+ : sum)
+  for (int s = 0; s < L; ++s) {
+    x[s] = branchless_exp(x[s] - max);
+    sum += x[s];
+  }
+  const T inv = T(1) / sum;
+  for (int s = 0; s < L; ++s) x[s] *= inv;
+  *lse = max + std::log(sum);
+}
+
+// The probabilities exp(x - lse) of the scores x [L] in place.
+template <typename T>
+MPIASR_SIMD_CLONES void probabilities_row(T* x, int L, T lse) {
+#pragma omp simd
+  for (int s = 0; s < L; ++s) x[s] = branchless_exp(x[s] - lse);
+}
+
+void check_lengths(const int32_t* lengths, int B, int T_) {
   for (int b = 0; b < B; ++b) {
     MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
                                                                 << b << " is outside [0, " << T_
                                                                 << "]");
   }
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * H * T_ * T_))
-  for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-    for (int t = 0; t < T_; ++t) {
-      const int valid = lengths[bh / H];
-      const T* x = scores + (bh * T_ + t) * T_;
-      T* p = probs + (bh * T_ + t) * T_;
-      T max = -INFINITY;
-#pragma omp simd reduction(max : max)
-      for (int s = 0; s < valid; ++s) max = max > x[s] ? max : x[s];
-      T sum = T(0);
-#pragma omp simd reduction(+ : sum)
-      for (int s = 0; s < valid; ++s) {
-        p[s] = branchless_exp(x[s] - max);
-        sum += p[s];
+}
+
+}  // namespace
+
+template <typename T>
+void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_,
+                           int H, int Dh, T scale) {
+  check_lengths(lengths, B, T_);
+  const RopeTable<T> table(T_, Dh);
+#pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  {
+    // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
+    const size_t head = size_t(T_) * Dh;
+    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), o(new T[head]);
+    std::unique_ptr<T[]> p(new T[size_t(T_) * T_]);
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      T* lse_row = lse + bh * T_;
+      if (L == 0) {
+        for (int t = 0; t < T_; ++t) {
+          std::fill_n(out + ((int64_t(b) * T_ + t) * H + h) * Dh, Dh, T(0));
+          lse_row[t] = -std::numeric_limits<T>::infinity();
+        }
+        continue;
       }
-      const T inv = T(1) / sum;
-      for (int s = 0; s < valid; ++s) p[s] *= inv;
-      for (int s = valid; s < T_; ++s) p[s] = T(0);
-    }
-  }
-}
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_masked_softmax_backward(T* dscores, const T* dprobs, const T* probs,
-                                                    int B, int H, int T_) {
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(B) * H * T_ * T_))
-  for (int64_t row = 0; row < int64_t(B) * H * T_; ++row) {
-    const T* p = probs + row * T_;
-    const T* dp = dprobs + row * T_;
-    T* dx = dscores + row * T_;
-    T dot = T(0);
-#pragma omp simd reduction(+ : dot)
-    for (int s = 0; s < T_; ++s) dot += p[s] * dp[s];
-    for (int s = 0; s < T_; ++s) dx[s] = p[s] * (dp[s] - dot);
-  }
-}
-
-template <typename T>
-void cpu_merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      for (int h = 0; h < H; ++h) {
-        std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh,
-                    ctx + ((int64_t(b) * H + h) * T_ + t) * Dh, sizeof(T) * Dh);
+      gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
+      gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
+      gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
+      blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
+      for (int t = 0; t < T_; ++t) softmax_row(p.get() + int64_t(t) * L, L, &lse_row[t]);
+      blas_gemm<T>(false, false, T_, Dh, L, T(1), p.get(), L, v.get(), Dh, T(0), o.get(), Dh);
+      for (int t = 0; t < T_; ++t) {
+        std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.get() + int64_t(t) * Dh,
+                    sizeof(T) * Dh);
       }
     }
   }
 }
 
 template <typename T>
-void cpu_merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) {
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * H * Dh))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      for (int h = 0; h < H; ++h) {
-        std::memcpy(dctx + ((int64_t(b) * H + h) * T_ + t) * Dh,
-                    dout + ((int64_t(b) * T_ + t) * H + h) * Dh, sizeof(T) * Dh);
+void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, const T* qkv,
+                            const int32_t* lengths, int B, int T_, int H, int Dh, T scale) {
+  check_lengths(lengths, B, T_);
+  const RopeTable<T> table(T_, Dh);
+#pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
+  {
+    // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
+    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * T_;
+    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), d_out(new T[head]);
+    std::unique_ptr<T[]> o(new T[head]), dq(new T[head]), dk(new T[head]), dv(new T[head]);
+    std::unique_ptr<T[]> p(new T[scores]), ds(new T[scores]), row_dot(new T[size_t(T_)]);
+#pragma omp for schedule(dynamic)
+    for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      const T* lse_row = lse + bh * T_;
+      if (L == 0) {
+        std::fill_n(dq.get(), head, T(0));
+      } else {
+        gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
+        gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
+        gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
+        gather_rows(d_out.get(), dout, b, h, T_, H, Dh);
+        gather_rows(o.get(), out, b, h, T_, H, Dh);
+        blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
+        for (int t = 0; t < T_; ++t) {
+          T dot = T(0);
+          for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
+          row_dot[size_t(t)] = dot;
+          probabilities_row(p.get() + size_t(t) * L, L, lse_row[t]);
+        }
+        // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
+        blas_gemm<T>(true, false, L, Dh, T_, T(1), p.get(), L, d_out.get(), Dh, T(0), dv.get(), Dh);
+        blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.get(), Dh, v.get(), Dh, T(0), ds.get(), L);
+        for (int t = 0; t < T_; ++t) {
+          for (int s = 0; s < L; ++s) {
+            const size_t at = size_t(t) * L + s;
+            ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
+          }
+        }
+        blas_gemm<T>(false, false, T_, Dh, L, scale, ds.get(), L, k.get(), Dh, T(0), dq.get(), Dh);
+        blas_gemm<T>(true, false, L, Dh, T_, scale, ds.get(), L, q.get(), Dh, T(0), dk.get(), Dh);
       }
+      scatter_head(dqkv, dq.get(), table, b, h, 0, T_, T_, H, Dh);
+      scatter_head(dqkv, dk.get(), table, b, h, 1, L, T_, H, Dh);
+      scatter_head(dqkv, dv.get(), table, b, h, 2, L, T_, H, Dh);
     }
   }
 }
 
-#define MPIASR_INSTANTIATE(T)                                                                   \
-  template void cpu_qkv_split_rope_forward<T>(T*, T*, T*, const T*, int, int, int, int);        \
-  template void cpu_qkv_split_rope_backward<T>(T*, const T*, const T*, const T*, int, int, int, \
-                                               int);                                            \
-  template void cpu_masked_softmax_forward<T>(T*, const T*, const int32_t*, int, int, int);     \
-  template void cpu_masked_softmax_backward<T>(T*, const T*, const T*, int, int, int);          \
-  template void cpu_merge_heads_forward<T>(T*, const T*, int, int, int, int);                   \
-  template void cpu_merge_heads_backward<T>(T*, const T*, int, int, int, int);
+#define MPIASR_INSTANTIATE(T)                                                                      \
+  template void cpu_attention_forward<T>(T*, T*, const T*, const int32_t*, int, int, int, int, T); \
+  template void cpu_attention_backward<T>(T*, const T*, const T*, const T*, const T*,              \
+                                          const int32_t*, int, int, int, int, T);
 MPIASR_INSTANTIATE(float)
 MPIASR_INSTANTIATE(double)
 #undef MPIASR_INSTANTIATE

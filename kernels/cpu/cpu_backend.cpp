@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "kernels/cpu/activations.h"
 #include "kernels/cpu/adamw.h"
@@ -106,32 +107,11 @@ void CpuBackend<T>::cast_f32_to_act(T* dst, const float* src, size_t n) {
 }
 
 template <typename T>
-void CpuBackend<T>::add_scaled(T* y, const T* x, const T* r, float alpha, size_t n) {
-  use_threads();
-  cpu_add_scaled(y, x, r, alpha, n);
-}
-
-template <typename T>
-void CpuBackend<T>::accumulate_scaled(T* dy, const T* dx, float alpha, size_t n) {
-  use_threads();
-  cpu_accumulate_scaled(dy, dx, alpha, n);
-}
-
-template <typename T>
 void CpuBackend<T>::mask_padding(T* x, const int32_t* lengths, int B, int T_, int C) {
   cpu_mask_padding(x, lengths, B, T_, C);
 }
 
-// ---- GEMM -------------------------------------------------------------------
-
-template <typename T>
-void CpuBackend<T>::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const T* A,
-                         int lda, int64_t stride_a, const T* B, int ldb, int64_t stride_b,
-                         float beta, T* C, int ldc, int64_t stride_c, int batch) {
-  use_threads();
-  cpu_gemm<T>(trans_a, trans_b, M, N, K, T(alpha), A, lda, stride_a, B, ldb, stride_b, T(beta), C,
-              ldc, stride_c, batch);
-}
+// ---- linear -----------------------------------------------------------------
 
 template <typename T>
 void CpuBackend<T>::linear_forward(T* out, const T* inp, const T* weight, const T* bias, int M,
@@ -151,9 +131,10 @@ void CpuBackend<T>::linear_backward(T* dinp, T* dweight, T* dbias, const T* dout
 
 template <typename T>
 void CpuBackend<T>::conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B,
-                                   int Cin, int H, int W, int Cout) {
+                                   int Cin, int H, int W, int Cout, bool relu) {
   use_threads();
   cpu_conv2d_forward(out, inp, weight, bias, B, Cin, H, W, Cout);
+  if (relu) cpu_relu_forward(out, out, size_t(B) * ((H - 3) / 2 + 1) * ((W - 3) / 2 + 1) * Cout);
 }
 
 template <typename T>
@@ -173,20 +154,48 @@ void CpuBackend<T>::layernorm_forward(T* out, T* mean, T* rstd, const T* inp, co
 }
 
 template <typename T>
-void CpuBackend<T>::layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                                       const T* weight, const T* mean, const T* rstd, int N,
-                                       int C) {
+void CpuBackend<T>::residual_layernorm_forward(T* x, T* out, T* mean, T* rstd, const T* base,
+                                               const T* branch, float scale, float p, uint64_t seed,
+                                               uint64_t offset, const T* weight, const T* bias,
+                                               int N, int C, float eps) {
   use_threads();
-  cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C);
+  const size_t n = size_t(N) * C;
+  if (p > 0.0f) {
+    cpu_dropout_forward(x, branch, p, seed, offset, n);
+    branch = x;
+  }
+  cpu_add_scaled(x, base, branch, scale, n);
+  cpu_layernorm_forward(out, mean, rstd, x, weight, bias, N, C, eps);
+}
+
+template <typename T>
+void CpuBackend<T>::layernorm_swish_forward(T* normed, T* out, T* mean, T* rstd, const T* inp,
+                                            const T* weight, const T* bias, int N, int C,
+                                            float eps) {
+  use_threads();
+  cpu_layernorm_forward(normed, mean, rstd, inp, weight, bias, N, C, eps);
+  cpu_swish_forward(out, normed, size_t(N) * C);
+}
+
+template <typename T>
+void CpuBackend<T>::layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                       const T* weight, const T* mean, const T* rstd, int N, int C,
+                                       bool accumulate) {
+  use_threads();
+  cpu_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate);
+}
+
+template <typename T>
+void CpuBackend<T>::layernorm_swish_backward(T* dinp, T* dweight, T* dbias, const T* dout,
+                                             const T* inp, const T* normed, const T* weight,
+                                             const T* mean, const T* rstd, int N, int C) {
+  use_threads();
+  // dinp holds the gradient at LayerNorm's output, then (in place) at its input.
+  cpu_swish_backward(dinp, dout, normed, size_t(N) * C);
+  cpu_layernorm_backward(dinp, dweight, dbias, dinp, inp, weight, mean, rstd, N, C, false);
 }
 
 // ---- activations ------------------------------------------------------------
-
-template <typename T>
-void CpuBackend<T>::relu_forward(T* out, const T* inp, size_t n) {
-  use_threads();
-  cpu_relu_forward(out, inp, n);
-}
 
 template <typename T>
 void CpuBackend<T>::relu_backward(T* dinp, const T* dout, const T* inp, size_t n) {
@@ -195,14 +204,21 @@ void CpuBackend<T>::relu_backward(T* dinp, const T* dout, const T* inp, size_t n
 }
 
 template <typename T>
-void CpuBackend<T>::swish_forward(T* out, const T* inp, size_t n) {
+void CpuBackend<T>::swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed,
+                                          uint64_t offset, size_t n) {
   use_threads();
   cpu_swish_forward(out, inp, n);
+  if (p > 0.0f) cpu_dropout_forward(out, out, p, seed, offset, n);
 }
 
 template <typename T>
-void CpuBackend<T>::swish_backward(T* dinp, const T* dout, const T* inp, size_t n) {
+void CpuBackend<T>::swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p,
+                                           uint64_t seed, uint64_t offset, size_t n) {
   use_threads();
+  if (p > 0.0f) {
+    cpu_dropout_backward(dinp, dout, 1.0f, p, seed, offset, n);
+    dout = dinp;
+  }
   cpu_swish_backward(dinp, dout, inp, n);
 }
 
@@ -221,59 +237,27 @@ void CpuBackend<T>::glu_backward(T* dinp, const T* dout, const T* inp, int N, in
 // ---- dropout ----------------------------------------------------------------
 
 template <typename T>
-void CpuBackend<T>::dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
-                                    size_t n) {
+void CpuBackend<T>::residual_dropout_backward(T* dbranch, const T* dx, float scale, float p,
+                                              uint64_t seed, uint64_t offset, size_t n) {
   use_threads();
-  cpu_dropout_forward(out, inp, p, seed, offset, n);
+  cpu_dropout_backward(dbranch, dx, scale, p, seed, offset, n);
+}
+
+// ---- attention --------------------------------------------------------------
+
+template <typename T>
+void CpuBackend<T>::attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B,
+                                      int T_, int H, int Dh, float scale) {
+  use_threads();
+  cpu_attention_forward(out, lse, qkv, lengths, B, T_, H, Dh, T(scale));
 }
 
 template <typename T>
-void CpuBackend<T>::dropout_backward(T* dinp, const T* dout, float p, uint64_t seed,
-                                     uint64_t offset, size_t n) {
+void CpuBackend<T>::attention_backward(T* dqkv, const T* dout, const T* out, const T* lse,
+                                       const T* qkv, const int32_t* lengths, int B, int T_, int H,
+                                       int Dh, float scale) {
   use_threads();
-  cpu_dropout_backward(dinp, dout, p, seed, offset, n);
-}
-
-// ---- attention pieces -------------------------------------------------------
-
-template <typename T>
-void CpuBackend<T>::qkv_split_rope_forward(T* q, T* k, T* v, const T* qkv, int B, int T_, int H,
-                                           int Dh) {
-  use_threads();
-  cpu_qkv_split_rope_forward(q, k, v, qkv, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::qkv_split_rope_backward(T* dqkv, const T* dq, const T* dk, const T* dv, int B,
-                                            int T_, int H, int Dh) {
-  use_threads();
-  cpu_qkv_split_rope_backward(dqkv, dq, dk, dv, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::masked_softmax_forward(T* probs, const T* scores, const int32_t* lengths, int B,
-                                           int H, int T_) {
-  use_threads();
-  cpu_masked_softmax_forward(probs, scores, lengths, B, H, T_);
-}
-
-template <typename T>
-void CpuBackend<T>::masked_softmax_backward(T* dscores, const T* dprobs, const T* probs, int B,
-                                            int H, int T_) {
-  use_threads();
-  cpu_masked_softmax_backward(dscores, dprobs, probs, B, H, T_);
-}
-
-template <typename T>
-void CpuBackend<T>::merge_heads_forward(T* out, const T* ctx, int B, int T_, int H, int Dh) {
-  use_threads();
-  cpu_merge_heads_forward(out, ctx, B, T_, H, Dh);
-}
-
-template <typename T>
-void CpuBackend<T>::merge_heads_backward(T* dctx, const T* dout, int B, int T_, int H, int Dh) {
-  use_threads();
-  cpu_merge_heads_backward(dctx, dout, B, T_, H, Dh);
+  cpu_attention_backward(dqkv, dout, out, lse, qkv, lengths, B, T_, H, Dh, T(scale));
 }
 
 // ---- depthwise conv1d -------------------------------------------------------
@@ -304,30 +288,46 @@ void CpuBackend<T>::log_softmax_forward(T* logprobs, const T* logits, int N, int
 template <typename T>
 void CpuBackend<T>::ctc_loss(double* losses, T* dlogits, const T* logprobs, const int32_t* targets,
                              const int32_t* target_lengths, const int32_t* input_lengths,
-                             const double* grad_scale, int B, int T_, int V) {
+                             const double* grad_scale, const float* loss_scale, double* loss_sum,
+                             int B, int T_, int V) {
   use_threads();
+  std::vector<double> scaled;
+  if (grad_scale && loss_scale) {
+    scaled.assign(grad_scale, grad_scale + std::max(B, 0));
+    for (double& scale : scaled) scale *= double(*loss_scale);
+    grad_scale = scaled.data();
+  }
   cpu_ctc_loss(losses, dlogits, logprobs, targets, target_lengths, input_lengths, grad_scale, B, T_,
                V);
+  if (!loss_sum) return;
+  for (int b = 0; b < B; ++b) {
+    if (!grad_scale || grad_scale[b] != 0.0) *loss_sum += losses[b];
+  }
 }
 
 template <typename T>
-double CpuBackend<T>::sum_squares(const T* g, size_t n) {
+void CpuBackend<T>::add_sum_squares(double* sum, const T* g, size_t n) {
   use_threads();
-  return cpu_sum_squares(g, n);
+  *sum += cpu_sum_squares(g, n);
 }
 
 template <typename T>
-bool CpuBackend<T>::has_nonfinite(const T* g, size_t n) {
-  use_threads();
-  return cpu_has_nonfinite(g, n);
+void CpuBackend<T>::decide_step(StepControl* control, const StepRule& rule) {
+  mpiasr::decide_step(*control, rule);
 }
 
 template <typename T>
-void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, size_t n, float lr,
-                               float beta1, float beta2, float eps, float weight_decay, int step,
-                               float grad_scale) {
+void CpuBackend<T>::adamw_step(T* w, T* w_act, const T* g, T* m, T* v, const AdamWSegment* segments,
+                               int segment_count, size_t, const AdamWHyper& hyper,
+                               const StepControl* control) {
+  if (!control->apply) return;
   use_threads();
-  cpu_adamw_step(w, w_act, g, m, v, n, lr, beta1, beta2, eps, weight_decay, step, grad_scale);
+  for (int s = 0; s < segment_count; ++s) {
+    const AdamWSegment& segment = segments[s];
+    cpu_adamw_step(w + segment.offset, w_act ? w_act + segment.offset : nullptr, g + segment.offset,
+                   m + segment.state_offset, v + segment.state_offset, segment.count,
+                   adamw_coefficients<T>(*control, hyper, segment.weight_decay));
+  }
 }
 
 template class CpuBackend<float>;

@@ -60,17 +60,22 @@ MPIASR_SIMD_CLONES void cpu_dropout_forward(T* out, const T* inp, float p, uint6
 }
 
 template <typename T>
-void cpu_dropout_backward(T* dinp, const T* dout, float p, uint64_t seed, uint64_t offset,
-                          size_t n) {
+void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p, uint64_t seed,
+                          uint64_t offset, size_t n) {
   // The gradient passes through the same mask with the same scale.
   cpu_dropout_forward(dinp, dout, p, seed, offset, n);
+  if (scale == 1.0f) return;
+  const T s = T(scale);
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
+  for (size_t i = 0; i < n; ++i) dinp[i] *= s;
 }
 
 template void cpu_dropout_forward<float>(float*, const float*, float, uint64_t, uint64_t, size_t);
 template void cpu_dropout_forward<double>(double*, const double*, float, uint64_t, uint64_t,
                                           size_t);
-template void cpu_dropout_backward<float>(float*, const float*, float, uint64_t, uint64_t, size_t);
-template void cpu_dropout_backward<double>(double*, const double*, float, uint64_t, uint64_t,
+template void cpu_dropout_backward<float>(float*, const float*, float, float, uint64_t, uint64_t,
+                                          size_t);
+template void cpu_dropout_backward<double>(double*, const double*, float, float, uint64_t, uint64_t,
                                            size_t);
 
 }  // namespace mpiasr

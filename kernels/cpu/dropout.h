@@ -2,7 +2,8 @@
 //   out[i] = inp[i] * (dropout_keep(seed, offset + i, p) ? 1 / (1 - p) : 0)
 // The mask is a pure function of (seed, offset + i), so it is the same for any
 // thread count and on the GPU, and the backward pass recomputes it instead of
-// storing it: dinp[i] = keep ? dout[i] / (1 - p) : 0. p = 0 copies; p = 1 zeroes.
+// storing it: dinp[i] = scale (keep ? dout[i] / (1 - p) : 0), scale that of a
+// residual branch. p = 0 copies; p = 1 zeroes.
 #pragma once
 
 #include <cstddef>
@@ -14,7 +15,7 @@ template <typename T>
 void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n);
 
 template <typename T>
-void cpu_dropout_backward(T* dinp, const T* dout, float p, uint64_t seed, uint64_t offset,
-                          size_t n);
+void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p, uint64_t seed,
+                          uint64_t offset, size_t n);
 
 }  // namespace mpiasr

@@ -23,13 +23,6 @@ MPIASR_SIMD_CLONES void cpu_add_scaled(T* y, const T* x, const T* r, float alpha
 }
 
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_accumulate_scaled(T* dy, const T* dx, float alpha, size_t n) {
-  const T a = T(alpha);
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (size_t i = 0; i < n; ++i) dy[i] += a * dx[i];
-}
-
-template <typename T>
 void cpu_mask_padding(T* x, const int32_t* lengths, int B, int T_, int C) {
   for (int b = 0; b < B; ++b) {
     MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T_, "length " << lengths[b] << " of utterance "
@@ -47,8 +40,6 @@ template void cpu_cast<double, float>(double*, const float*, size_t);
 template void cpu_cast<double, double>(double*, const double*, size_t);
 template void cpu_add_scaled<float>(float*, const float*, const float*, float, size_t);
 template void cpu_add_scaled<double>(double*, const double*, const double*, float, size_t);
-template void cpu_accumulate_scaled<float>(float*, const float*, float, size_t);
-template void cpu_accumulate_scaled<double>(double*, const double*, float, size_t);
 template void cpu_mask_padding<float>(float*, const int32_t*, int, int, int);
 template void cpu_mask_padding<double>(double*, const int32_t*, int, int, int);
 

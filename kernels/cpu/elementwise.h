@@ -1,7 +1,6 @@
 // Elementwise operations on the CPU over n values, split over the OpenMP team:
 //   cast:               dst[i] = (To) src[i]
 //   add_scaled:         y[i] = x[i] + alpha r[i]          (y may alias x or r)
-//   accumulate_scaled:  dy[i] += alpha dx[i]
 //   mask_padding:       x[b, t, :] = 0 for t >= lengths[b], x [B, T, C]
 #pragma once
 
@@ -15,9 +14,6 @@ void cpu_cast(To* dst, const From* src, size_t n);
 
 template <typename T>
 void cpu_add_scaled(T* y, const T* x, const T* r, float alpha, size_t n);
-
-template <typename T>
-void cpu_accumulate_scaled(T* dy, const T* dx, float alpha, size_t n);
 
 template <typename T>
 void cpu_mask_padding(T* x, const int32_t* lengths, int B, int T_, int C);

@@ -40,29 +40,8 @@ MPIASR_SIMD_CLONES void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T*
 template <typename T>
 MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout,
                                                const T* inp, const T* weight, const T* mean,
-                                               const T* rstd, int N, int C) {
-  if (dinp) {
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
-    for (int n = 0; n < N; ++n) {
-      const T* x = inp + int64_t(n) * C;
-      const T* dy = dout + int64_t(n) * C;
-      T* dx = dinp + int64_t(n) * C;
-      const T m = mean[n], r = rstd[n];
-      T sum_g = T(0), sum_g_xhat = T(0);
-#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
-      for (int c = 0; c < C; ++c) {
-        const T g = dy[c] * (weight ? weight[c] : T(1));
-        sum_g += g;
-        sum_g_xhat += g * (x[c] - m) * r;
-      }
-      const T mean_g = sum_g / T(C), mean_g_xhat = sum_g_xhat / T(C);
-      for (int c = 0; c < C; ++c) {
-        const T g = dy[c] * (weight ? weight[c] : T(1));
-        const T xhat = (x[c] - m) * r;
-        dx[c] += r * (g - mean_g - xhat * mean_g_xhat);
-      }
-    }
-  }
+                                               const T* rstd, int N, int C, bool accumulate) {
+  // The parameter gradients first, so that dinp may alias dout.
   if (dweight || dbias) {
 #pragma omp parallel if (parallel_worth(int64_t(N) * C))
     {
@@ -81,6 +60,28 @@ MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, co
       }
     }
   }
+  if (dinp) {
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
+    for (int n = 0; n < N; ++n) {
+      const T* x = inp + int64_t(n) * C;
+      const T* dy = dout + int64_t(n) * C;
+      T* dx = dinp + int64_t(n) * C;
+      const T m = mean[n], r = rstd[n];
+      T sum_g = T(0), sum_g_xhat = T(0);
+#pragma omp simd reduction(+ : sum_g, sum_g_xhat)
+      for (int c = 0; c < C; ++c) {
+        const T g = dy[c] * (weight ? weight[c] : T(1));
+        sum_g += g;
+        sum_g_xhat += g * (x[c] - m) * r;
+      }
+      const T mean_g = sum_g / T(C), mean_g_xhat = sum_g_xhat / T(C);
+      for (int c = 0; c < C; ++c) {
+        const T g = dy[c] * (weight ? weight[c] : T(1));
+        const T xhat = (x[c] - m) * r;
+        dx[c] = (accumulate ? dx[c] : T(0)) + r * (g - mean_g - xhat * mean_g_xhat);
+      }
+    }
+  }
 }
 
 template void cpu_layernorm_forward<float>(float*, float*, float*, const float*, const float*,
@@ -88,9 +89,10 @@ template void cpu_layernorm_forward<float>(float*, float*, float*, const float*,
 template void cpu_layernorm_forward<double>(double*, double*, double*, const double*, const double*,
                                             const double*, int, int, float);
 template void cpu_layernorm_backward<float>(float*, float*, float*, const float*, const float*,
-                                            const float*, const float*, const float*, int, int);
+                                            const float*, const float*, const float*, int, int,
+                                            bool);
 template void cpu_layernorm_backward<double>(double*, double*, double*, const double*,
                                              const double*, const double*, const double*,
-                                             const double*, int, int);
+                                             const double*, int, int, bool);
 
 }  // namespace mpiasr

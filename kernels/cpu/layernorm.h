@@ -3,10 +3,11 @@
 //   xhat = (x - mean) rstd          out[n, c] = xhat[n, c] w[c] + b[c]
 // x, out [N, C]; w, b [C]; mean, rstd [N] saved for the backward pass.
 // Backward (g = dout * w):
-//   dinp[n, c] += rstd (g - mean_c(g) - xhat mean_c(g xhat))     (accumulated)
+//   dinp[n, c] (+)= rstd (g - mean_c(g) - xhat mean_c(g xhat))   (accumulated or written)
 //   dw[c] += sum_n dout xhat        db[c] += sum_n dout            (accumulated)
 // Rows are split over the OpenMP team for the statistics and dinp; columns for
-// dw and db, so every result is independent of the thread count.
+// dw and db, so every result is independent of the thread count. dinp may
+// alias dout when it is written (not accumulated).
 #pragma once
 
 namespace mpiasr {
@@ -17,6 +18,7 @@ void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weig
 
 template <typename T>
 void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                            const T* weight, const T* mean, const T* rstd, int N, int C);
+                            const T* weight, const T* mean, const T* rstd, int N, int C,
+                            bool accumulate);
 
 }  // namespace mpiasr

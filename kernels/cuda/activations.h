@@ -1,10 +1,10 @@
-// Launchers of the activation kernels (kernels/cuda/activations.cu): ReLU,
-// Swish and GLU forward and backward, in float with the per-element math of
-// kernels/activations.h, rounded to half once. All pointers are device
-// pointers; input gradients are overwritten.
+// Launchers of the activation kernels (kernels/cuda/activations.cu): ReLU's
+// gradient (its forward is the conv2d GEMM's epilogue), Swish with the dropout
+// after it and GLU, over T = __half or __nv_bfloat16, in float with the
+// per-element math of kernels/activations.h, rounded to T once. All pointers
+// are device pointers; input gradients are overwritten.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -12,15 +12,20 @@
 
 namespace mpiasr {
 
-void cuda_relu_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream);
-void cuda_relu_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
-                        cudaStream_t stream);
-void cuda_swish_forward(__half* out, const __half* inp, size_t n, cudaStream_t stream);
-void cuda_swish_backward(__half* dinp, const __half* dout, const __half* inp, size_t n,
-                         cudaStream_t stream);
+template <typename T>
+void cuda_relu_backward(T* dinp, const T* dout, const T* inp, size_t n, cudaStream_t stream);
+// out = Dropout_p(swish(inp)) (seed, offset; the CPU's masks)
+template <typename T>
+void cuda_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
+                                size_t n, cudaStream_t stream);
+// dinp = swish'(inp) Dropout_p(dout), the same mask
+template <typename T>
+void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
+                                 uint64_t offset, size_t n, cudaStream_t stream);
 // inp [N, 2C] -> out [N, C]: out = a sigmoid(b)
-void cuda_glu_forward(__half* out, const __half* inp, int N, int C, cudaStream_t stream);
-void cuda_glu_backward(__half* dinp, const __half* dout, const __half* inp, int N, int C,
-                       cudaStream_t stream);
+template <typename T>
+void cuda_glu_forward(T* out, const T* inp, int N, int C, cudaStream_t stream);
+template <typename T>
+void cuda_glu_backward(T* dinp, const T* dout, const T* inp, int N, int C, cudaStream_t stream);
 
 }  // namespace mpiasr

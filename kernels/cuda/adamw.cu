@@ -1,11 +1,21 @@
 // Optimizer kernels over the flat fp32 buffers:
-//   adamw          one thread per element: adamw_update (kernels/adamw_math.h)
-//                  on w, m, v in float, then the half copy w_act = (half) w
-//   sum_squares    sum g^2 in double, in two stages with a fixed launch shape
-//                  (kReductionBlocks blocks of kThreads grid-striding, block
-//                  sums to partials, one block summing them), so the result
-//                  does not depend on the device or on timing
-//   has_nonfinite  a device flag set by any thread that sees NaN or inf
+//   adamw          multi-tensor: one launch for every segment of the
+//                  parameters (AdamWSegment: a run of tensors with one weight
+//                  decay, or a rank's piece of one when sharded). Threads
+//                  grid-stride over the moments' index j in [0,
+//                  state_elements); the segment holding j is found by binary
+//                  search over the segments' state_offset, and element
+//                  offset + (j - state_offset) of w, g gets adamw_update
+//                  (kernels/adamw_math.h) in float with the coefficients of
+//                  the decided step (read from the device StepControl; every
+//                  thread returns at once when the step was skipped), then the
+//                  compute copy w_act = (T) w (T = __half or __nv_bfloat16)
+//   decide_step    one thread: kernels/step_control.h on the StepControl
+//   sum_squares    sum g^2 in double added to a device double, in two stages
+//                  with a fixed launch shape (kReductionBlocks blocks of
+//                  kThreads grid-striding, block sums to partials, one block
+//                  summing them), so the result does not depend on the device
+//                  or on timing
 #include "kernels/cuda/adamw.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
@@ -16,15 +26,32 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-__global__ void adamw_kernel(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             AdamWCoefficients<float> c) {
-  MPIASR_GRID_STRIDE(i, n) {
-    float wi = w[i], mi = m[i], vi = v[i];
+template <typename T>
+__global__ void adamw_kernel(float* w, T* w_act, const float* g, float* m, float* v,
+                             const AdamWSegment* segments, int segment_count, size_t state_elements,
+                             AdamWHyper hyper, const StepControl* control) {
+  if (!control->apply) return;
+  AdamWCoefficients<float> c = adamw_coefficients<float>(*control, hyper, 0.0f);
+  MPIASR_GRID_STRIDE(j, state_elements) {
+    int lo = 0, hi = segment_count - 1;  // the last segment starting at or before j
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) / 2;
+      if (segments[mid].state_offset <= j) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    const AdamWSegment& segment = segments[lo];
+    if (j < segment.state_offset || j - segment.state_offset >= segment.count) continue;
+    const size_t i = segment.offset + (j - segment.state_offset);
+    c.weight_decay = segment.weight_decay;
+    float wi = w[i], mi = m[j], vi = v[j];
     adamw_update(wi, mi, vi, g[i], c);
     w[i] = wi;
-    m[i] = mi;
-    v[i] = vi;
-    if (w_act) w_act[i] = to_half(wi);
+    m[j] = mi;
+    v[j] = vi;
+    if (w_act) w_act[i] = from_float<T>(wi);
   }
 }
 
@@ -36,18 +63,16 @@ __global__ void sum_squares_partials_kernel(double* partials, const float* g, si
   if (threadIdx.x == 0) partials[blockIdx.x] = sum;
 }
 
-__global__ void sum_partials_kernel(double* result, const double* partials, int count) {
+__global__ void add_partials_kernel(double* result, const double* partials, int count) {
   MPIASR_SHARED(double[kWarp], reduce);
   double sum = 0.0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) sum += partials[i];
   sum = block_sum(sum, reduce);
-  if (threadIdx.x == 0) *result = sum;
+  if (threadIdx.x == 0) *result += sum;
 }
 
-__global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
-  bool found = false;
-  MPIASR_GRID_STRIDE(i, n) found = found || !isfinite(g[i]);
-  if (found) *flag = 1;
+__global__ void decide_step_kernel(StepControl* control, StepRule rule) {
+  decide_step(*control, rule);
 }
 
 }  // namespace
@@ -55,22 +80,31 @@ __global__ void has_nonfinite_kernel(int* flag, const float* g, size_t n) {
 
 using namespace cuda_kernels;
 
-void cuda_adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                     const AdamWCoefficients<float>& coefficients, cudaStream_t stream) {
-  if (n == 0) return;
-  MPIASR_LAUNCH(adamw_kernel, grid_for(n), kThreads, 0, stream, w, w_act, g, m, v, n, coefficients);
+template <typename T>
+void cuda_adamw_step(float* w, T* w_act, const float* g, float* m, float* v,
+                     const AdamWSegment* segments, int segment_count, size_t state_elements,
+                     const AdamWHyper& hyper, const StepControl* control, cudaStream_t stream) {
+  if (segment_count == 0 || state_elements == 0) return;
+  MPIASR_LAUNCH(adamw_kernel<T>, grid_for(state_elements), kThreads, 0, stream, w, w_act, g, m, v,
+                segments, segment_count, state_elements, hyper, control);
 }
 
-void cuda_sum_squares(double* result, const float* g, size_t n, double* partials,
-                      cudaStream_t stream) {
+void cuda_decide_step(StepControl* control, const StepRule& rule, cudaStream_t stream) {
+  MPIASR_LAUNCH(decide_step_kernel, 1, 1, 0, stream, control, rule);
+}
+
+void cuda_add_sum_squares(double* sum, const float* g, size_t n, double* partials,
+                          cudaStream_t stream) {
+  if (n == 0) return;
   MPIASR_LAUNCH(sum_squares_partials_kernel, kReductionBlocks, kThreads, 0, stream, partials, g, n);
-  MPIASR_LAUNCH(sum_partials_kernel, 1, kThreads, 0, stream, result, partials, kReductionBlocks);
+  MPIASR_LAUNCH(add_partials_kernel, 1, kThreads, 0, stream, sum, partials, kReductionBlocks);
 }
 
-void cuda_has_nonfinite(int* flag, const float* g, size_t n, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemsetAsync(flag, 0, sizeof(int), stream));
-  if (n == 0) return;
-  MPIASR_LAUNCH(has_nonfinite_kernel, grid_for(n), kThreads, 0, stream, flag, g, n);
-}
+template void cuda_adamw_step<__half>(float*, __half*, const float*, float*, float*,
+                                      const AdamWSegment*, int, size_t, const AdamWHyper&,
+                                      const StepControl*, cudaStream_t);
+template void cuda_adamw_step<__nv_bfloat16>(float*, __nv_bfloat16*, const float*, float*, float*,
+                                             const AdamWSegment*, int, size_t, const AdamWHyper&,
+                                             const StepControl*, cudaStream_t);
 
 }  // namespace mpiasr

@@ -16,12 +16,14 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-__global__ void broadcast_rows_kernel(__half* out, const __half* row, int64_t M, int N) {
+template <typename T>
+__global__ void broadcast_rows_kernel(T* out, const T* row, int64_t M, int N) {
   const size_t n = size_t(M) * N;
   MPIASR_GRID_STRIDE(i, n) out[i] = row[i % size_t(N)];
 }
 
-__global__ void column_partials_kernel(float* partials, const __half* x, int64_t M, int N,
+template <typename T>
+__global__ void column_partials_kernel(float* partials, const T* x, int64_t M, int N,
                                        int64_t rows_per_chunk) {
   const int n = blockIdx.x * blockDim.x + threadIdx.x;
   const int chunk = blockIdx.y;
@@ -50,19 +52,21 @@ int column_chunks(int64_t M) {
   return int(std::clamp<int64_t>(M / 32, 1, kMaxColumnChunks));
 }
 
-void cuda_broadcast_rows(__half* out, const __half* row, int64_t M, int N, cudaStream_t stream) {
+template <typename T>
+void cuda_broadcast_rows(T* out, const T* row, int64_t M, int N, cudaStream_t stream) {
   const size_t n = size_t(M) * N;
   if (n == 0) return;
-  MPIASR_LAUNCH(broadcast_rows_kernel, grid_for(n), kThreads, 0, stream, out, row, M, N);
+  MPIASR_LAUNCH(broadcast_rows_kernel<T>, grid_for(n), kThreads, 0, stream, out, row, M, N);
 }
 
-void cuda_add_column_sums(float* sums, const __half* x, int64_t M, int N, float* partials,
+template <typename T>
+void cuda_add_column_sums(float* sums, const T* x, int64_t M, int N, float* partials,
                           cudaStream_t stream) {
   if (M <= 0 || N <= 0) return;
   const int chunks = column_chunks(M);
   const int64_t rows_per_chunk = (M + chunks - 1) / chunks;
   const dim3 grid(unsigned((N + kThreads - 1) / kThreads), unsigned(chunks));
-  MPIASR_LAUNCH(column_partials_kernel, grid, kThreads, 0, stream, partials, x, M, N,
+  MPIASR_LAUNCH(column_partials_kernel<T>, grid, kThreads, 0, stream, partials, x, M, N,
                 rows_per_chunk);
   cuda_add_partials(sums, partials, chunks, N, stream);
 }
@@ -73,5 +77,12 @@ void cuda_add_partials(float* out, const float* partials, int chunks, int cols,
   MPIASR_LAUNCH(add_partials_kernel, grid_for(size_t(cols)), kThreads, 0, stream, out, partials,
                 chunks, cols);
 }
+
+#define MPIASR_INSTANTIATE(T)                                                     \
+  template void cuda_broadcast_rows<T>(T*, const T*, int64_t, int, cudaStream_t); \
+  template void cuda_add_column_sums<T>(float*, const T*, int64_t, int, float*, cudaStream_t);
+MPIASR_INSTANTIATE(__half)
+MPIASR_INSTANTIATE(__nv_bfloat16)
+#undef MPIASR_INSTANTIATE
 
 }  // namespace mpiasr

@@ -1,13 +1,12 @@
 // Launchers of the row-broadcast and column-sum kernels (kernels/cuda/
-// column_sums.cu), used for biases: forward out[m, n] = bias[n] before a GEMM
-// with beta = 1; backward dbias[n] += sum_m dout[m, n].
+// column_sums.cu) over T = __half or __nv_bfloat16, used for biases: forward out[m, n] = bias[n]
+// before a GEMM with beta = 1; backward dbias[n] += sum_m dout[m, n].
 //
 // Column sums are deterministic: the M rows are cut into `chunks` contiguous
 // ranges, each range summed in float into partials [chunks, N], and the
 // partials added in chunk order into the fp32 result.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -21,10 +20,12 @@ constexpr int kMaxColumnChunks = 64;
 int column_chunks(int64_t M);
 
 // out [M, N] = row [N] on every row.
-void cuda_broadcast_rows(__half* out, const __half* row, int64_t M, int N, cudaStream_t stream);
+template <typename T>
+void cuda_broadcast_rows(T* out, const T* row, int64_t M, int N, cudaStream_t stream);
 
 // sums [N] += sum over m of x [M, N]; partials holds column_chunks(M) * N floats.
-void cuda_add_column_sums(float* sums, const __half* x, int64_t M, int N, float* partials,
+template <typename T>
+void cuda_add_column_sums(float* sums, const T* x, int64_t M, int N, float* partials,
                           cudaStream_t stream);
 
 // out [cols] += sum over k < chunks of partials [chunks, cols], in chunk order.

@@ -4,16 +4,17 @@
 //   col [rows, 9 Cin]  row r = output pixel (b, i, j) of the chunk, column
 //                      (kh 3 + kw) Cin + ci = inp[b, 2i + kh, 2j + kw, ci]
 //   Wr  [Cout, 9 Cin]  Wr[co, (kh 3 + kw) Cin + ci] = W[co, ci, kh, kw]
-//   forward   out_chunk [rows, Cout] = col Wr^T + bias
+//   forward   out_chunk [rows, Cout] = col Wr^T + bias   (then max(., 0) with relu)
 //   backward  dWr += dout_chunk^T col          (fp32 output, beta 1)
 //             dcol = dout_chunk Wr ; dinp = col2im(dcol)
 //             dbias += column sums of dout ; dW += Wr-layout dWr reordered
 // col2im gathers: input pixel (h, w) of an image receives dcol from the
 // output pixels (i, j) = ((h - kh) / 2, (w - kw) / 2) for the taps kh, kw that
 // make both exact and in range, so every dinp element is written by exactly
-// one thread (no atomics). GEMMs: fp16 inputs, fp32 accumulation (gemm.h).
+// one thread (no atomics). GEMMs: 16-bit inputs, fp32 accumulation (gemm.h).
 #include <algorithm>
 
+#include "kernels/activations.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/cuda_check.h"
@@ -31,7 +32,8 @@ int out_size(int n) {
   return (n - 3) / 2 + 1;
 }
 
-__global__ void weight_rows_kernel(__half* wr, const __half* weight, int Cout, int Cin) {
+template <typename T>
+__global__ void weight_rows_kernel(T* wr, const T* weight, int Cout, int Cin) {
   const size_t n = size_t(Cout) * 9 * Cin;
   MPIASR_GRID_STRIDE(e, n) {
     const int ci = int(e % size_t(Cin));
@@ -51,9 +53,16 @@ __global__ void add_weight_rows_kernel(float* dweight, const float* dwr, int Cou
   }
 }
 
+// x = max(x, 0) in place, after the forward GEMMs.
+template <typename T>
+__global__ void relu_kernel(T* x, size_t n) {
+  MPIASR_GRID_STRIDE(i, n) x[i] = from_float<T>(relu(to_float(x[i])));
+}
+
 // col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset to the chunk).
-__global__ void im2col_kernel(__half* col, const __half* inp, int images, int Cin, int H, int W,
-                              int Ho, int Wo) {
+template <typename T>
+__global__ void im2col_kernel(T* col, const T* inp, int images, int Cin, int H, int W, int Ho,
+                              int Wo) {
   const size_t K = size_t(9) * Cin;
   const size_t n = size_t(images) * Ho * Wo * K;
   MPIASR_GRID_STRIDE(e, n) {
@@ -69,8 +78,9 @@ __global__ void im2col_kernel(__half* col, const __half* inp, int images, int Ci
 }
 
 // dinp [images, H, W, Cin] (offset to the chunk) from dcol [images Ho Wo, 9 Cin].
-__global__ void col2im_kernel(__half* dinp, const __half* dcol, int images, int Cin, int H, int W,
-                              int Ho, int Wo) {
+template <typename T>
+__global__ void col2im_kernel(T* dinp, const T* dcol, int images, int Cin, int H, int W, int Ho,
+                              int Wo) {
   const size_t n = size_t(images) * H * W * Cin;
   MPIASR_GRID_STRIDE(e, n) {
     const int ci = int(e % size_t(Cin));
@@ -88,7 +98,7 @@ __global__ void col2im_kernel(__half* dinp, const __half* dcol, int images, int 
         sum += to_float(dcol[r * 9 * Cin + size_t(kh * 3 + kw) * Cin + ci]);
       }
     }
-    dinp[e] = to_half(sum);
+    dinp[e] = from_float<T>(sum);
   }
 }
 
@@ -112,7 +122,8 @@ ConvShape make_shape(int B, int Cin, int H, int W, int Cout) {
   return {B, Cin, H, W, Cout, out_size(H), out_size(W)};
 }
 
-void check_scratch(const Conv2dScratch& scratch, bool backward_input, bool backward_weight,
+template <typename T>
+void check_scratch(const Conv2dScratch<T>& scratch, bool backward_input, bool backward_weight,
                    bool backward_bias) {
   MPIASR_CHECK(scratch.weight_rows && scratch.columns && scratch.images_per_chunk >= 1,
                "conv2d scratch missing");
@@ -137,32 +148,40 @@ Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
   return sizes;
 }
 
-void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, __half* out, const __half* inp,
-                         const __half* weight, const __half* bias, int B, int Cin, int H, int W,
-                         int Cout, const Conv2dScratch& scratch) {
+template <typename T>
+void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
+                         const T* weight, const T* bias, int B, int Cin, int H, int W, int Cout,
+                         bool relu, const Conv2dScratch<T>& scratch) {
+  constexpr cudaDataType_t type = cuda_data_type<T>();
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if (B == 0) return;
   check_scratch(scratch, false, false, false);
   const int K = s.K();
   const int chunk_images = scratch.images_per_chunk;
-  MPIASR_LAUNCH(weight_rows_kernel, grid_for(size_t(Cout) * K), kThreads, 0, stream,
+  MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
                 scratch.weight_rows, weight, Cout, Cin);
   if (bias) cuda_broadcast_rows(out, bias, int64_t(B) * int64_t(s.pixels()), Cout, stream);
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);
     const int rows = int(size_t(images) * s.pixels());
-    MPIASR_LAUNCH(im2col_kernel, grid_for(size_t(rows) * K), kThreads, 0, stream, scratch.columns,
-                  inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+    MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
+                  scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
     // out_chunk [rows, Cout] = col [rows, K] Wr^T + (bias ? out_chunk : 0)
     cuda_gemm(handle, false, true, rows, Cout, K, 1.0f, scratch.columns, K, 0, scratch.weight_rows,
-              K, 0, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, CUDA_R_16F, Cout, 0,
+              K, 0, type, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout, 0,
               1);
+  }
+  if (relu) {
+    const size_t n = size_t(B) * s.pixels() * Cout;
+    MPIASR_LAUNCH(relu_kernel<T>, grid_for(n), kThreads, 0, stream, out, n);
   }
 }
 
-void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* dinp, float* dweight,
-                          float* dbias, const __half* dout, const __half* inp, const __half* weight,
-                          int B, int Cin, int H, int W, int Cout, const Conv2dScratch& scratch) {
+template <typename T>
+void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
+                          float* dbias, const T* dout, const T* inp, const T* weight, int B,
+                          int Cin, int H, int W, int Cout, const Conv2dScratch<T>& scratch) {
+  constexpr cudaDataType_t type = cuda_data_type<T>();
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if (B == 0) return;
   check_scratch(scratch, dinp != nullptr, dweight != nullptr, dbias != nullptr);
@@ -173,7 +192,7 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
   }
   if (!dinp && !dweight) return;
   const int chunk_images = scratch.images_per_chunk;
-  MPIASR_LAUNCH(weight_rows_kernel, grid_for(size_t(Cout) * K), kThreads, 0, stream,
+  MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
                 scratch.weight_rows, weight, Cout, Cin);
   if (dweight) {
     CUDA_CHECK(cudaMemsetAsync(scratch.dweight_rows, 0, sizeof(float) * size_t(Cout) * K, stream));
@@ -181,20 +200,20 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);
     const int rows = int(size_t(images) * s.pixels());
-    const __half* dout_chunk = dout + size_t(b0) * s.pixels() * Cout;
+    const T* dout_chunk = dout + size_t(b0) * s.pixels() * Cout;
     if (dweight) {
-      MPIASR_LAUNCH(im2col_kernel, grid_for(size_t(rows) * K), kThreads, 0, stream, scratch.columns,
-                    inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+      MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
+                    scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
       // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
       cuda_gemm(handle, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, 0, scratch.columns, K,
-                0, 1.0f, scratch.dweight_rows, CUDA_R_32F, K, 0, 1);
+                0, type, 1.0f, scratch.dweight_rows, CUDA_R_32F, K, 0, 1);
     }
     if (dinp) {
       // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
       cuda_gemm(handle, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, 0, scratch.weight_rows,
-                K, 0, 0.0f, scratch.dcolumns, CUDA_R_16F, K, 0, 1);
+                K, 0, type, 0.0f, scratch.dcolumns, type, K, 0, 1);
       const size_t n = size_t(images) * H * W * Cin;
-      MPIASR_LAUNCH(col2im_kernel, grid_for(n), kThreads, 0, stream,
+      MPIASR_LAUNCH(col2im_kernel<T>, grid_for(n), kThreads, 0, stream,
                     dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho,
                     s.Wo);
     }
@@ -204,5 +223,16 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, __half* di
                   scratch.dweight_rows, Cout, Cin);
   }
 }
+
+#define MPIASR_INSTANTIATE(T)                                                                  \
+  template void cuda_conv2d_forward<T>(cublasHandle_t, cudaStream_t, T*, const T*, const T*,   \
+                                       const T*, int, int, int, int, int, bool,                \
+                                       const Conv2dScratch<T>&);                               \
+  template void cuda_conv2d_backward<T>(cublasHandle_t, cudaStream_t, T*, float*, float*,      \
+                                        const T*, const T*, const T*, int, int, int, int, int, \
+                                        const Conv2dScratch<T>&);
+MPIASR_INSTANTIATE(__half)
+MPIASR_INSTANTIATE(__nv_bfloat16)
+#undef MPIASR_INSTANTIATE
 
 }  // namespace mpiasr

@@ -17,8 +17,11 @@
 //      the chain of its repeats in the target (next[i]: the next j > i with
 //      y_j = y_i); all k first get scale exp(lp_t(k)), then after a barrier the
 //      blank and the target's labels are overwritten with the difference.
+//      scale = grad_scale[b] * loss_scale (the dynamic loss scale, read on
+//      the device).
 // Shared memory: targets, next and first-occurrence flags (int [L] each),
-// gamma [S] and label sums [L] (double).
+// gamma [S] and label sums [L] (double). A second, one-thread kernel adds the
+// kept utterances' losses to the step's loss sum, in utterance order.
 #include <algorithm>
 #include <cmath>
 
@@ -44,15 +47,18 @@ size_t ctc_shared_bytes(int L) {
   return 3 * sizeof(int) * size_t(L) + sizeof(double) * (S + size_t(L));
 }
 
-__global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprobs,
-                           CtcDeviceArgs args, int T_pad, int V) {
+template <typename G>
+__global__ void ctc_kernel(double* losses, G* dlogits, const float* logprobs, CtcDeviceArgs args,
+                           int T_pad, int V) {
   MPIASR_DYNAMIC_SHARED(double, shared_doubles);
   MPIASR_SHARED(double[kWarp], reduce);
   const int b = blockIdx.x, tid = threadIdx.x, threads = blockDim.x;
   const int L = args.target_lengths[b], frames = args.input_lengths[b], S = 2 * L + 1;
-  const double scale = args.grad_scale ? args.grad_scale[b] : 0.0;
+  const double scale = args.grad_scale
+                           ? args.grad_scale[b] * (args.loss_scale ? double(*args.loss_scale) : 1.0)
+                           : 0.0;
   const float* lp = logprobs + size_t(b) * T_pad * V;
-  __half* grad = dlogits ? dlogits + size_t(b) * T_pad * V : nullptr;
+  G* grad = dlogits ? dlogits + size_t(b) * T_pad * V : nullptr;
 
   double* gamma = shared_doubles;                          // [S]
   double* label_sum = gamma + S;                           // [L]
@@ -62,7 +68,7 @@ __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprob
 
   // 1. zeroed gradient, targets in shared memory, trivial outcomes.
   if (grad) {
-    for (size_t e = tid; e < size_t(T_pad) * V; e += threads) grad[e] = to_half(0.0f);
+    for (size_t e = tid; e < size_t(T_pad) * V; e += threads) grad[e] = from_float<G>(0.0f);
   }
   const int32_t* target = args.targets + args.target_offsets[b];
   for (int i = tid; i < L; i += threads) y[i] = target[i];
@@ -145,15 +151,27 @@ __global__ void ctc_kernel(double* losses, __half* dlogits, const float* logprob
       for (int j = i; j >= 0; j = next[j]) sum += gamma[2 * j + 1];
       label_sum[i] = sum;
     }
-    __half* g_row = grad + size_t(t) * V;
-    for (int k = tid; k < V; k += threads) g_row[k] = to_half(float(scale * exp(lp_at(t, k))));
+    G* g_row = grad + size_t(t) * V;
+    for (int k = tid; k < V; k += threads)
+      g_row[k] = from_float<G>(float(scale * exp(lp_at(t, k))));
     __syncthreads();
-    if (tid == 0) g_row[0] = to_half(float(scale * (exp(lp_at(t, 0)) - blank)));
+    if (tid == 0) g_row[0] = from_float<G>(float(scale * (exp(lp_at(t, 0)) - blank)));
     for (int i = tid; i < L; i += threads) {
-      if (first[i]) g_row[y[i]] = to_half(float(scale * (exp(lp_at(t, y[i])) - label_sum[i])));
+      if (first[i])
+        g_row[y[i]] = from_float<G>(float(scale * (exp(lp_at(t, y[i])) - label_sum[i])));
     }
     __syncthreads();  // the beta row written next frame is read above
   }
+}
+
+// One thread: the losses of the kept utterances added in order.
+__global__ void sum_losses_kernel(double* loss_sum, const double* losses, const double* grad_scale,
+                                  int B) {
+  double sum = *loss_sum;
+  for (int b = 0; b < B; ++b) {
+    if (!grad_scale || grad_scale[b] != 0.0) sum += losses[b];
+  }
+  *loss_sum = sum;
 }
 
 }  // namespace
@@ -184,8 +202,9 @@ int cuda_ctc_max_target_length() {
   return L;
 }
 
-void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
-                   const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
+template <typename G>
+void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcDeviceArgs& args,
+                   int B, int T, int V, int max_target_length, double* loss_sum,
                    cudaStream_t stream) {
   if (B <= 0) return;
   MPIASR_CHECK(!dlogits || args.grad_scale, "ctc_loss: dlogits requested without grad_scale");
@@ -197,8 +216,17 @@ void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
                                          << "); split the utterance or use a larger vocabulary");
   }
   const size_t shared = ctc_shared_bytes(max_target_length);
-  MPIASR_LAUNCH(ctc_kernel, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
+  MPIASR_LAUNCH(ctc_kernel<G>, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
                 args, T, V);
+  if (loss_sum) {
+    MPIASR_LAUNCH(sum_losses_kernel, 1, 1, 0, stream, loss_sum, losses, args.grad_scale, B);
+  }
 }
+
+template void cuda_ctc_loss<__half>(double*, __half*, const float*, const CtcDeviceArgs&, int, int,
+                                    int, int, double*, cudaStream_t);
+template void cuda_ctc_loss<__nv_bfloat16>(double*, __nv_bfloat16*, const float*,
+                                           const CtcDeviceArgs&, int, int, int, int, double*,
+                                           cudaStream_t);
 
 }  // namespace mpiasr

@@ -2,7 +2,6 @@
 // over the fp32 log-probs of kernels/cuda/log_softmax.h.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -31,15 +30,19 @@ struct CtcDeviceArgs {
   const int32_t* target_lengths = nullptr;
   const int32_t* input_lengths = nullptr;
   const double* grad_scale = nullptr;  // may be null when dlogits is null
+  const float* loss_scale = nullptr;   // one float multiplying grad_scale; null: 1
   const int64_t* scratch_offsets = nullptr;
   double* scratch = nullptr;  // CtcLayout::scratch_doubles
 };
 
 // losses [B] (device) = -log p(y_b | x_b), +inf when infeasible; dlogits
-// [B, T, V] (may be null) = grad_scale[b] (softmax - occupancy) at valid
-// frames, 0 elsewhere. max_target_length from ctc_layout.
-void cuda_ctc_loss(double* losses, __half* dlogits, const float* logprobs,
-                   const CtcDeviceArgs& args, int B, int T, int V, int max_target_length,
+// [B, T, V] (may be null) = grad_scale[b] * loss_scale (softmax - occupancy)
+// at valid frames, 0 elsewhere, in G = __half or __nv_bfloat16. loss_sum
+// (device, may be null) += losses[b] over the utterances whose grad_scale is
+// not 0 (all without grad_scale), in order. max_target_length from ctc_layout.
+template <typename G>
+void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcDeviceArgs& args,
+                   int B, int T, int V, int max_target_length, double* loss_sum,
                    cudaStream_t stream);
 
 }  // namespace mpiasr

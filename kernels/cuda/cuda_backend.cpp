@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 
 #include "kernels/ctc_check.h"
 #include "kernels/cuda/activations.h"
@@ -63,7 +64,8 @@ class ArgumentPack {
 
 }  // namespace
 
-CudaBackend::CudaBackend(const CudaBackendOptions& options)
+template <typename Act>
+CudaBackend<Act>::CudaBackend(const CudaBackendOptions& options)
     : device_(use_device(options.device)),
       conv2d_column_budget_(options.conv2d_column_budget),
       info_(cuda_device_info(device_)) {
@@ -75,19 +77,24 @@ CudaBackend::CudaBackend(const CudaBackendOptions& options)
   CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_, kCublasWorkspace));
 }
 
-CudaBackend::~CudaBackend() {
+template <typename Act>
+CudaBackend<Act>::~CudaBackend() {
   // Queued work may still read arena memory; let it finish before the arena goes.
+  (void)cudaStreamSynchronize(copy_stream_.get());
   (void)cudaStreamSynchronize(stream_.get());
 }
 
-std::string CudaBackend::name() const {
+template <typename Act>
+std::string CudaBackend<Act>::name() const {
   std::ostringstream out;
-  out << "cuda-fp16 (" << info_.name << ", sm_" << info_.major << info_.minor << ", device "
-      << device_ << ", arena " << arena_->capacity() / double(1 << 30) << " GiB)";
+  out << (std::is_same_v<Act, __half> ? "cuda-fp16" : "cuda-bf16") << " (" << info_.name << ", sm_"
+      << info_.major << info_.minor << ", device " << device_ << ", arena "
+      << arena_->capacity() / double(1 << 30) << " GiB)";
   return out.str();
 }
 
-void* CudaBackend::scratch(Scratch which, size_t bytes) {
+template <typename Act>
+void* CudaBackend<Act>::scratch(Scratch which, size_t bytes) {
   ScratchBuffer& buffer = scratch_[size_t(which)];
   if (buffer.bytes < bytes) {
     // At least doubling, so shapes that creep up do not regrow every step.
@@ -102,7 +109,8 @@ void* CudaBackend::scratch(Scratch which, size_t bytes) {
   return buffer.ptr;
 }
 
-const int32_t* CudaBackend::device_lengths(const int32_t* lengths, int B, int T) {
+template <typename Act>
+const int32_t* CudaBackend<Act>::device_lengths(const int32_t* lengths, int B, int T) {
   for (int b = 0; b < B; ++b) {
     MPIASR_CHECK(lengths[b] >= 0 && lengths[b] <= T, "length " << lengths[b] << " of utterance "
                                                                << b << " is outside [0, " << T
@@ -112,14 +120,14 @@ const int32_t* CudaBackend::device_lengths(const int32_t* lengths, int B, int T)
   if (uploaded_lengths_.size() != size_t(B) ||
       !std::equal(lengths, lengths + B, uploaded_lengths_.begin())) {
     uploaded_lengths_.assign(lengths, lengths + B);
-    // From pageable host memory: staged before the call returns.
-    CUDA_CHECK(cudaMemcpyAsync(device, uploaded_lengths_.data(), sizeof(int32_t) * size_t(B),
-                               cudaMemcpyHostToDevice, stream_.get()));
+    staging_.copy_to_device(device, lengths, sizeof(int32_t) * size_t(B), stream_.get());
   }
   return device;
 }
 
-void CudaBackend::rope_tables(int T, int Dh, const float** cos_table, const float** sin_table) {
+template <typename Act>
+void CudaBackend<Act>::rope_tables(int T, int Dh, const float** cos_table,
+                                   const float** sin_table) {
   MPIASR_CHECK(Dh > 0 && Dh % 2 == 0, "rotary embedding needs an even head size, got " << Dh);
   const size_t half = size_t(Dh / 2);
   if (Dh != rope_head_dim_ || T > rope_frames_) {
@@ -136,84 +144,108 @@ void CudaBackend::rope_tables(int T, int Dh, const float** cos_table, const floa
 
 // ---- memory -----------------------------------------------------------------
 
-void* CudaBackend::alloc(size_t bytes) {
+template <typename Act>
+void* CudaBackend<Act>::alloc(size_t bytes) {
   return arena_->allocate(bytes);
 }
 
-void CudaBackend::release(void* ptr) {
+template <typename Act>
+void CudaBackend<Act>::release(void* ptr) {
   arena_->release(ptr);
 }
 
-void CudaBackend::to_device(void* dst, const void* host_src, size_t bytes) {
+template <typename Act>
+void CudaBackend<Act>::to_device(void* dst, const void* host_src, size_t bytes) {
   if (bytes == 0) return;
-  CUDA_CHECK(cudaMemcpyAsync(dst, host_src, bytes, cudaMemcpyHostToDevice, stream_.get()));
-  // The caller may reuse host_src at once, pinned or not.
-  stream_.synchronize();
+  staging_.copy_to_device(dst, host_src, bytes, stream_.get());
 }
 
-void CudaBackend::to_host(void* host_dst, const void* src, size_t bytes) {
+template <typename Act>
+void CudaBackend<Act>::to_host(void* host_dst, const void* src, size_t bytes) {
   if (bytes == 0) return;
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   stream_.synchronize();
 }
 
-void CudaBackend::copy(void* dst, const void* src, size_t bytes) {
+template <typename Act>
+const float* CudaBackend<Act>::upload_input(const float* host_src, size_t n) {
+  const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+  // The other slot was handed out last time and its reader is queued now:
+  // the copy that reuses it waits for this point of the compute stream.
+  input_slots_[size_t(input_slot_)].consumed.record(stream_.get());
+  input_slot_ ^= 1;
+  InputSlot& slot = input_slots_[size_t(input_slot_)];
+  if (slot.pinned.bytes() < bytes) {
+    // Growing (at least doubling) happens on the first batches of new
+    // shapes; both streams are drained so no queued copy or kernel still
+    // uses the memory given back.
+    const size_t grown = std::max(bytes, 2 * slot.pinned.bytes());
+    copy_stream_.synchronize();
+    stream_.synchronize();
+    slot.pinned = PinnedBuffer(grown);
+    arena_->release(slot.device);
+    slot.device = arena_->allocate(grown);
+  }
+  slot.copied.wait();  // the copy two calls ago read the pinned memory; done by now
+  std::memcpy(slot.pinned.data(), host_src, n * sizeof(float));
+  slot.consumed.wait_on(copy_stream_.get());
+  CUDA_CHECK(cudaMemcpyAsync(slot.device, slot.pinned.data(), n * sizeof(float),
+                             cudaMemcpyHostToDevice, copy_stream_.get()));
+  slot.copied.record(copy_stream_.get());
+  slot.copied.wait_on(stream_.get());
+  return static_cast<const float*>(slot.device);
+}
+
+template <typename Act>
+void CudaBackend<Act>::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
   CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
 }
 
-void CudaBackend::zero(void* ptr, size_t bytes) {
+template <typename Act>
+void CudaBackend<Act>::zero(void* ptr, size_t bytes) {
   if (bytes == 0) return;
   CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream_.get()));
 }
 
-void CudaBackend::synchronize() {
+template <typename Act>
+void CudaBackend<Act>::synchronize() {
   stream_.synchronize();
 }
 
 // ---- casts and elementwise --------------------------------------------------
 
-void CudaBackend::cast_acc_to_act(__half* dst, const float* src, size_t n) {
+template <typename Act>
+void CudaBackend<Act>::cast_acc_to_act(Act* dst, const float* src, size_t n) {
   cuda_cast(dst, src, n, stream_.get());
 }
 
-void CudaBackend::cast_act_to_acc(float* dst, const __half* src, size_t n) {
+template <typename Act>
+void CudaBackend<Act>::cast_act_to_acc(float* dst, const Act* src, size_t n) {
   cuda_cast(dst, src, n, stream_.get());
 }
 
-void CudaBackend::cast_f32_to_act(__half* dst, const float* src, size_t n) {
+template <typename Act>
+void CudaBackend<Act>::cast_f32_to_act(Act* dst, const float* src, size_t n) {
   cuda_cast(dst, src, n, stream_.get());
 }
 
-void CudaBackend::add_scaled(__half* y, const __half* x, const __half* r, float alpha, size_t n) {
-  cuda_add_scaled(y, x, r, alpha, n, stream_.get());
-}
-
-void CudaBackend::accumulate_scaled(__half* dy, const __half* dx, float alpha, size_t n) {
-  cuda_accumulate_scaled(dy, dx, alpha, n, stream_.get());
-}
-
-void CudaBackend::mask_padding(__half* x, const int32_t* lengths, int B, int T, int C) {
+template <typename Act>
+void CudaBackend<Act>::mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) {
   cuda_mask_padding(x, device_lengths(lengths, B, T), B, T, C, stream_.get());
 }
 
-// ---- GEMM -------------------------------------------------------------------
+// ---- linear -----------------------------------------------------------------
 
-void CudaBackend::gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-                       const __half* A, int lda, int64_t stride_a, const __half* B, int ldb,
-                       int64_t stride_b, float beta, __half* C, int ldc, int64_t stride_c,
-                       int batch) {
-  cuda_gemm(cublas_.get(), trans_a, trans_b, M, N, K, alpha, A, lda, stride_a, B, ldb, stride_b,
-            beta, C, CUDA_R_16F, ldc, stride_c, batch);
-}
-
-void CudaBackend::linear_forward(__half* out, const __half* inp, const __half* weight,
-                                 const __half* bias, int M, int K, int N) {
+template <typename Act>
+void CudaBackend<Act>::linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
+                                      int M, int K, int N) {
   cuda_linear_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, M, K, N);
 }
 
-void CudaBackend::linear_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                                  const __half* inp, const __half* weight, int M, int K, int N) {
+template <typename Act>
+void CudaBackend<Act>::linear_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                       const Act* inp, const Act* weight, int M, int K, int N) {
   float* partials = dbias ? scratch_of<float>(kPartials, size_t(column_chunks(M)) * N) : nullptr;
   cuda_linear_backward(cublas_.get(), stream_.get(), dinp, dweight, dbias, dout, inp, weight, M, K,
                        N, partials);
@@ -221,26 +253,28 @@ void CudaBackend::linear_backward(__half* dinp, float* dweight, float* dbias, co
 
 // ---- convolution subsampling ------------------------------------------------
 
-void CudaBackend::conv2d_forward(__half* out, const __half* inp, const __half* weight,
-                                 const __half* bias, int B, int Cin, int H, int W, int Cout) {
+template <typename Act>
+void CudaBackend<Act>::conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
+                                      int B, int Cin, int H, int W, int Cout, bool relu) {
   const Conv2dScratchSizes sizes = conv2d_scratch_sizes(B, Cin, H, W, Cout, conv2d_column_budget_);
-  Conv2dScratch scratch;
+  Conv2dScratch<Act> scratch;
   scratch.images_per_chunk = sizes.images_per_chunk;
-  scratch.weight_rows = scratch_of<__half>(kConvWeightRows, sizes.weight_rows);
-  scratch.columns = scratch_of<__half>(kConvColumns, sizes.columns);
+  scratch.weight_rows = scratch_of<Act>(kConvWeightRows, sizes.weight_rows);
+  scratch.columns = scratch_of<Act>(kConvColumns, sizes.columns);
   cuda_conv2d_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, B, Cin, H, W, Cout,
-                      scratch);
+                      relu, scratch);
 }
 
-void CudaBackend::conv2d_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                                  const __half* inp, const __half* weight, int B, int Cin, int H,
-                                  int W, int Cout) {
+template <typename Act>
+void CudaBackend<Act>::conv2d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                       const Act* inp, const Act* weight, int B, int Cin, int H,
+                                       int W, int Cout) {
   const Conv2dScratchSizes sizes = conv2d_scratch_sizes(B, Cin, H, W, Cout, conv2d_column_budget_);
-  Conv2dScratch scratch;
+  Conv2dScratch<Act> scratch;
   scratch.images_per_chunk = sizes.images_per_chunk;
-  scratch.weight_rows = scratch_of<__half>(kConvWeightRows, sizes.weight_rows);
-  scratch.columns = scratch_of<__half>(kConvColumns, sizes.columns);
-  if (dinp) scratch.dcolumns = scratch_of<__half>(kConvDcolumns, sizes.columns);
+  scratch.weight_rows = scratch_of<Act>(kConvWeightRows, sizes.weight_rows);
+  scratch.columns = scratch_of<Act>(kConvColumns, sizes.columns);
+  if (dinp) scratch.dcolumns = scratch_of<Act>(kConvDcolumns, sizes.columns);
   if (dweight) scratch.dweight_rows = scratch_of<float>(kConvDweightRows, sizes.dweight_rows);
   if (dbias) scratch.partials = scratch_of<float>(kPartials, sizes.partials);
   cuda_conv2d_backward(cublas_.get(), stream_.get(), dinp, dweight, dbias, dout, inp, weight, B,
@@ -249,105 +283,123 @@ void CudaBackend::conv2d_backward(__half* dinp, float* dweight, float* dbias, co
 
 // ---- normalization ----------------------------------------------------------
 
-void CudaBackend::layernorm_forward(__half* out, float* mean, float* rstd, const __half* inp,
-                                    const __half* weight, const __half* bias, int N, int C,
-                                    float eps) {
+template <typename Act>
+void CudaBackend<Act>::layernorm_forward(Act* out, float* mean, float* rstd, const Act* inp,
+                                         const Act* weight, const Act* bias, int N, int C,
+                                         float eps) {
   cuda_layernorm_forward(out, mean, rstd, inp, weight, bias, N, C, eps, stream_.get());
 }
 
-void CudaBackend::layernorm_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                                     const __half* inp, const __half* weight, const float* mean,
-                                     const float* rstd, int N, int C) {
+template <typename Act>
+void CudaBackend<Act>::residual_layernorm_forward(Act* x, Act* out, float* mean, float* rstd,
+                                                  const Act* base, const Act* branch, float scale,
+                                                  float p, uint64_t seed, uint64_t offset,
+                                                  const Act* weight, const Act* bias, int N, int C,
+                                                  float eps) {
+  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p, seed, offset, weight,
+                                  bias, N, C, eps, stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::layernorm_swish_forward(Act* normed, Act* out, float* mean, float* rstd,
+                                               const Act* inp, const Act* weight, const Act* bias,
+                                               int N, int C, float eps) {
+  cuda_layernorm_swish_forward(normed, out, mean, rstd, inp, weight, bias, N, C, eps,
+                               stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::layernorm_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                          const Act* inp, const Act* weight, const float* mean,
+                                          const float* rstd, int N, int C, bool accumulate) {
   float* partials = scratch_of<float>(kPartials, 2 * size_t(column_chunks(N)) * C);
-  cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, partials,
-                          stream_.get());
+  cuda_layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, C, accumulate,
+                          partials, stream_.get());
+}
+
+template <typename Act>
+void CudaBackend<Act>::layernorm_swish_backward(Act* dinp, float* dweight, float* dbias,
+                                                const Act* dout, const Act* inp, const Act* normed,
+                                                const Act* weight, const float* mean,
+                                                const float* rstd, int N, int C) {
+  float* partials = scratch_of<float>(kPartials, 2 * size_t(column_chunks(N)) * C);
+  cuda_layernorm_swish_backward(dinp, dweight, dbias, dout, inp, normed, weight, mean, rstd, N, C,
+                                partials, stream_.get());
 }
 
 // ---- activations and dropout ------------------------------------------------
 
-void CudaBackend::relu_forward(__half* out, const __half* inp, size_t n) {
-  cuda_relu_forward(out, inp, n, stream_.get());
-}
-
-void CudaBackend::relu_backward(__half* dinp, const __half* dout, const __half* inp, size_t n) {
+template <typename Act>
+void CudaBackend<Act>::relu_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) {
   cuda_relu_backward(dinp, dout, inp, n, stream_.get());
 }
 
-void CudaBackend::swish_forward(__half* out, const __half* inp, size_t n) {
-  cuda_swish_forward(out, inp, n, stream_.get());
+template <typename Act>
+void CudaBackend<Act>::swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
+                                             uint64_t offset, size_t n) {
+  cuda_swish_dropout_forward(out, inp, p, seed, offset, n, stream_.get());
 }
 
-void CudaBackend::swish_backward(__half* dinp, const __half* dout, const __half* inp, size_t n) {
-  cuda_swish_backward(dinp, dout, inp, n, stream_.get());
+template <typename Act>
+void CudaBackend<Act>::swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
+                                              uint64_t seed, uint64_t offset, size_t n) {
+  cuda_swish_dropout_backward(dinp, dout, inp, p, seed, offset, n, stream_.get());
 }
 
-void CudaBackend::glu_forward(__half* out, const __half* inp, int N, int C) {
+template <typename Act>
+void CudaBackend<Act>::glu_forward(Act* out, const Act* inp, int N, int C) {
   cuda_glu_forward(out, inp, N, C, stream_.get());
 }
 
-void CudaBackend::glu_backward(__half* dinp, const __half* dout, const __half* inp, int N, int C) {
+template <typename Act>
+void CudaBackend<Act>::glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) {
   cuda_glu_backward(dinp, dout, inp, N, C, stream_.get());
 }
 
-void CudaBackend::dropout_forward(__half* out, const __half* inp, float p, uint64_t seed,
-                                  uint64_t offset, size_t n) {
-  cuda_dropout(out, inp, p, seed, offset, n, stream_.get());
+template <typename Act>
+void CudaBackend<Act>::residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
+                                                 uint64_t seed, uint64_t offset, size_t n) {
+  cuda_residual_dropout_backward(dbranch, dx, scale, p, seed, offset, n, stream_.get());
 }
 
-void CudaBackend::dropout_backward(__half* dinp, const __half* dout, float p, uint64_t seed,
-                                   uint64_t offset, size_t n) {
-  // The gradient passes through the same mask with the same scale.
-  cuda_dropout(dinp, dout, p, seed, offset, n, stream_.get());
-}
+// ---- attention --------------------------------------------------------------
 
-// ---- attention pieces -------------------------------------------------------
-
-void CudaBackend::qkv_split_rope_forward(__half* q, __half* k, __half* v, const __half* qkv, int B,
-                                         int T, int H, int Dh) {
+template <typename Act>
+void CudaBackend<Act>::attention_forward(Act* out, float* lse, const Act* qkv,
+                                         const int32_t* lengths, int B, int T, int H, int Dh,
+                                         float scale) {
   const float *cos_table = nullptr, *sin_table = nullptr;
   rope_tables(T, Dh, &cos_table, &sin_table);
-  cuda_qkv_split_rope_forward(q, k, v, qkv, cos_table, sin_table, B, T, H, Dh, stream_.get());
+  cuda_attention_forward(out, lse, qkv, cos_table, sin_table, device_lengths(lengths, B, T), B, T,
+                         H, Dh, scale, stream_.get());
 }
 
-void CudaBackend::qkv_split_rope_backward(__half* dqkv, const __half* dq, const __half* dk,
-                                          const __half* dv, int B, int T, int H, int Dh) {
+template <typename Act>
+void CudaBackend<Act>::attention_backward(Act* dqkv, const Act* dout, const Act* out,
+                                          const float* lse, const Act* qkv, const int32_t* lengths,
+                                          int B, int T, int H, int Dh, float scale) {
   const float *cos_table = nullptr, *sin_table = nullptr;
   rope_tables(T, Dh, &cos_table, &sin_table);
-  cuda_qkv_split_rope_backward(dqkv, dq, dk, dv, cos_table, sin_table, B, T, H, Dh, stream_.get());
-}
-
-void CudaBackend::masked_softmax_forward(__half* probs, const __half* scores,
-                                         const int32_t* lengths, int B, int H, int T) {
-  cuda_masked_softmax_forward(probs, scores, device_lengths(lengths, B, T), B, H, T, stream_.get());
-}
-
-void CudaBackend::masked_softmax_backward(__half* dscores, const __half* dprobs,
-                                          const __half* probs, int B, int H, int T) {
-  cuda_masked_softmax_backward(dscores, dprobs, probs, B, H, T, stream_.get());
-}
-
-void CudaBackend::merge_heads_forward(__half* out, const __half* ctx, int B, int T, int H, int Dh) {
-  cuda_merge_heads_forward(out, ctx, B, T, H, Dh, stream_.get());
-}
-
-void CudaBackend::merge_heads_backward(__half* dctx, const __half* dout, int B, int T, int H,
-                                       int Dh) {
-  cuda_merge_heads_backward(dctx, dout, B, T, H, Dh, stream_.get());
+  float* row_dot = scratch_of<float>(kAttentionRows, std::max<size_t>(size_t(B) * H * T, 1));
+  cuda_attention_backward(dqkv, row_dot, dout, out, lse, qkv, cos_table, sin_table,
+                          device_lengths(lengths, B, T), B, T, H, Dh, scale, stream_.get());
 }
 
 // ---- depthwise conv1d -------------------------------------------------------
 
-void CudaBackend::depthwise_conv1d_forward(__half* out, const __half* inp, const __half* weight,
-                                           const __half* bias, const int32_t* lengths, int B, int T,
-                                           int C, int K) {
+template <typename Act>
+void CudaBackend<Act>::depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight,
+                                                const Act* bias, const int32_t* lengths, int B,
+                                                int T, int C, int K) {
   cuda_depthwise_conv1d_forward(out, inp, weight, bias, device_lengths(lengths, B, T), B, T, C, K,
                                 stream_.get());
 }
 
-void CudaBackend::depthwise_conv1d_backward(__half* dinp, float* dweight, float* dbias,
-                                            const __half* dout, const __half* inp,
-                                            const __half* weight, const int32_t* lengths, int B,
-                                            int T, int C, int K) {
+template <typename Act>
+void CudaBackend<Act>::depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias,
+                                                 const Act* dout, const Act* inp, const Act* weight,
+                                                 const int32_t* lengths, int B, int T, int C,
+                                                 int K) {
   const int32_t* device = device_lengths(lengths, B, T);
   float* partials = scratch_of<float>(kPartials, depthwise_conv1d_partials(B, T, C, K));
   cuda_depthwise_conv1d_backward(dinp, dweight, dbias, dout, inp, weight, device, B, T, C, K,
@@ -356,14 +408,16 @@ void CudaBackend::depthwise_conv1d_backward(__half* dinp, float* dweight, float*
 
 // ---- output head and loss ---------------------------------------------------
 
-void CudaBackend::log_softmax_forward(float* logprobs, const __half* logits, int N, int V) {
+template <typename Act>
+void CudaBackend<Act>::log_softmax_forward(float* logprobs, const Act* logits, int N, int V) {
   cuda_log_softmax_forward(logprobs, logits, N, V, stream_.get());
 }
 
-void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprobs,
-                           const int32_t* targets, const int32_t* target_lengths,
-                           const int32_t* input_lengths, const double* grad_scale, int B, int T,
-                           int V) {
+template <typename Act>
+void CudaBackend<Act>::ctc_loss(double* losses, Act* dlogits, const float* logprobs,
+                                const int32_t* targets, const int32_t* target_lengths,
+                                const int32_t* input_lengths, const double* grad_scale,
+                                const float* loss_scale, double* loss_sum, int B, int T, int V) {
   check_ctc_arguments(targets, target_lengths, input_lengths, B, T, V);
   MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (B == 0) return;
@@ -379,9 +433,7 @@ void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprob
   const size_t at_grad_scale = grad_scale ? pack.add(grad_scale, size_t(B)) : 0;
   const size_t at_scratch_offsets = pack.add(layout.scratch_offsets.data(), size_t(B));
   unsigned char* arguments = scratch_of<unsigned char>(kCtcArguments, pack.size());
-  // From pageable host memory: staged before the call returns.
-  CUDA_CHECK(
-      cudaMemcpyAsync(arguments, pack.data(), pack.size(), cudaMemcpyHostToDevice, stream_.get()));
+  staging_.copy_to_device(arguments, pack.data(), pack.size(), stream_.get());
 
   CtcDeviceArgs args;
   args.targets = reinterpret_cast<const int32_t*>(arguments + at_targets);
@@ -391,38 +443,35 @@ void CudaBackend::ctc_loss(double* losses, __half* dlogits, const float* logprob
   args.grad_scale =
       grad_scale ? reinterpret_cast<const double*>(arguments + at_grad_scale) : nullptr;
   args.scratch_offsets = reinterpret_cast<const int64_t*>(arguments + at_scratch_offsets);
+  args.loss_scale = loss_scale;
   args.scratch = scratch_of<double>(kCtcWork, std::max<size_t>(layout.scratch_doubles, 1));
-  double* device_losses = scratch_of<double>(kResults, size_t(B));
-  cuda_ctc_loss(device_losses, dlogits, logprobs, args, B, T, V, layout.max_target_length,
+  cuda_ctc_loss(losses, dlogits, logprobs, args, B, T, V, layout.max_target_length, loss_sum,
                 stream_.get());
-  to_host(losses, device_losses, sizeof(double) * size_t(B));
 }
 
 // ---- optimizer --------------------------------------------------------------
 
-double CudaBackend::sum_squares(const float* g, size_t n) {
-  double* results = scratch_of<double>(kResults, 1 + size_t(kReductionBlocks));
-  cuda_sum_squares(results, g, n, results + 1, stream_.get());
-  double sum = 0.0;
-  to_host(&sum, results, sizeof(double));
-  return sum;
+template <typename Act>
+void CudaBackend<Act>::add_sum_squares(double* sum, const float* g, size_t n) {
+  cuda_add_sum_squares(sum, g, n, scratch_of<double>(kPartials, size_t(kReductionBlocks)),
+                       stream_.get());
 }
 
-bool CudaBackend::has_nonfinite(const float* g, size_t n) {
-  int* flag = scratch_of<int>(kResults, 1);
-  cuda_has_nonfinite(flag, g, n, stream_.get());
-  int found = 0;
-  to_host(&found, flag, sizeof(int));
-  return found != 0;
+template <typename Act>
+void CudaBackend<Act>::decide_step(StepControl* control, const StepRule& rule) {
+  cuda_decide_step(control, rule, stream_.get());
 }
 
-void CudaBackend::adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n,
-                             float lr, float beta1, float beta2, float eps, float weight_decay,
-                             int step, float grad_scale) {
-  MPIASR_CHECK(step >= 1, "adamw_step: step " << step << " (steps count from 1)");
-  const AdamWCoefficients<float> coefficients =
-      adamw_coefficients<float>(lr, beta1, beta2, eps, weight_decay, step, grad_scale);
-  cuda_adamw_step(w, w_act, g, m, v, n, coefficients, stream_.get());
+template <typename Act>
+void CudaBackend<Act>::adamw_step(float* w, Act* w_act, const float* g, float* m, float* v,
+                                  const AdamWSegment* segments, int segment_count,
+                                  size_t state_elements, const AdamWHyper& hyper,
+                                  const StepControl* control) {
+  cuda_adamw_step(w, w_act, g, m, v, segments, segment_count, state_elements, hyper, control,
+                  stream_.get());
 }
+
+template class CudaBackend<__half>;
+template class CudaBackend<__nv_bfloat16>;
 
 }  // namespace mpiasr

@@ -1,8 +1,10 @@
-// The CUDA backend: kernels/backend.h on one GPU with fp16 activations and
-// weight copies (Act = __half) and fp32 master weights, weight gradients,
-// optimizer state and statistics (Acc = float). Every operation is queued on
-// one compute stream (stream()); methods that return host values (to_host,
-// ctc_loss, sum_squares, has_nonfinite) wait for it.
+// The CUDA backend: kernels/backend.h on one GPU with 16-bit activations and
+// weight copies (Act = __half for fp16-mixed, __nv_bfloat16 for bf16-mixed)
+// and fp32 master weights, weight gradients, optimizer state and statistics
+// (Acc = float). Every operation is queued on one compute stream (stream());
+// only to_host and synchronize wait for it. A training step queues its work
+// without waiting (DESIGN.md "A step without host synchronization"): losses,
+// norms and the loss scale stay on the device (kernels/step_control.h).
 //
 // Memory: all device memory comes from one DeviceArena reserved at
 // construction (default: the device's free memory less reserve_bytes, which
@@ -12,11 +14,18 @@
 // buffers that grow on the first batches of a new shape and are reused after,
 // so a step never calls cudaMalloc.
 //
-// Host arguments (lengths, targets, grad scales) are uploaded on the compute
-// stream; lengths are uploaded only when they change, so the blocks of one
-// step share one upload. Kernels and their math: kernels/cuda/*.cu.
+// Host arguments (lengths, targets, grad scales, to_device's data) go through
+// a ring of pinned memory (PinnedStaging) on the compute stream, so the host
+// does not wait for a copy; lengths are uploaded only when they change, so
+// the blocks of one step share one upload. The input features (upload_input)
+// are double-buffered: pinned memory and device memory per slot, the copy
+// queued on a copy stream of its own after the compute work that last read
+// the slot, and the compute stream waiting for the copy's event, so the next
+// batch's copy overlaps this batch's work. Kernels and their math:
+// kernels/cuda/*.cu.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -31,6 +40,7 @@
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/cuda/device_arena.h"
+#include "kernels/cuda/pinned_staging.h"
 
 namespace mpiasr {
 
@@ -44,9 +54,13 @@ struct CudaBackendOptions {
   size_t conv2d_column_budget = size_t(1) << 26;
 };
 
-class CudaBackend : public Backend<__half, float> {
+template <typename Act>
+class CudaBackend : public Backend<Act, float> {
  public:
   static constexpr size_t kCublasWorkspace = size_t(32) << 20;
+  // The pinned ring of host arguments: many steps' worth of lengths and CTC
+  // arguments, so the host waits only when it is that far ahead.
+  static constexpr size_t kStagingBytes = size_t(16) << 20;
 
   explicit CudaBackend(const CudaBackendOptions& options = {});
   ~CudaBackend() override;
@@ -64,78 +78,76 @@ class CudaBackend : public Backend<__half, float> {
   void release(void* ptr) override;
   void to_device(void* dst, const void* host_src, size_t bytes) override;
   void to_host(void* host_dst, const void* src, size_t bytes) override;
+  const float* upload_input(const float* host_src, size_t n) override;
   void copy(void* dst, const void* src, size_t bytes) override;
   void zero(void* ptr, size_t bytes) override;
   void synchronize() override;
 
-  void cast_acc_to_act(__half* dst, const float* src, size_t n) override;
-  void cast_act_to_acc(float* dst, const __half* src, size_t n) override;
-  void cast_f32_to_act(__half* dst, const float* src, size_t n) override;
-  void add_scaled(__half* y, const __half* x, const __half* r, float alpha, size_t n) override;
-  void accumulate_scaled(__half* dy, const __half* dx, float alpha, size_t n) override;
-  void mask_padding(__half* x, const int32_t* lengths, int B, int T, int C) override;
+  void cast_acc_to_act(Act* dst, const float* src, size_t n) override;
+  void cast_act_to_acc(float* dst, const Act* src, size_t n) override;
+  void cast_f32_to_act(Act* dst, const float* src, size_t n) override;
+  void mask_padding(Act* x, const int32_t* lengths, int B, int T, int C) override;
 
-  void gemm(bool trans_a, bool trans_b, int M, int N, int K, float alpha, const __half* A, int lda,
-            int64_t stride_a, const __half* B, int ldb, int64_t stride_b, float beta, __half* C,
-            int ldc, int64_t stride_c, int batch) override;
-  void linear_forward(__half* out, const __half* inp, const __half* weight, const __half* bias,
-                      int M, int K, int N) override;
-  void linear_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                       const __half* inp, const __half* weight, int M, int K, int N) override;
+  void linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int M, int K,
+                      int N) override;
+  void linear_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
+                       const Act* weight, int M, int K, int N) override;
 
-  void conv2d_forward(__half* out, const __half* inp, const __half* weight, const __half* bias,
-                      int B, int Cin, int H, int W, int Cout) override;
-  void conv2d_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                       const __half* inp, const __half* weight, int B, int Cin, int H, int W,
-                       int Cout) override;
+  void conv2d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias, int B, int Cin,
+                      int H, int W, int Cout, bool relu) override;
+  void conv2d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
+                       const Act* weight, int B, int Cin, int H, int W, int Cout) override;
 
-  void layernorm_forward(__half* out, float* mean, float* rstd, const __half* inp,
-                         const __half* weight, const __half* bias, int N, int C,
-                         float eps) override;
-  void layernorm_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                          const __half* inp, const __half* weight, const float* mean,
-                          const float* rstd, int N, int C) override;
+  void layernorm_forward(Act* out, float* mean, float* rstd, const Act* inp, const Act* weight,
+                         const Act* bias, int N, int C, float eps) override;
+  void residual_layernorm_forward(Act* x, Act* out, float* mean, float* rstd, const Act* base,
+                                  const Act* branch, float scale, float p, uint64_t seed,
+                                  uint64_t offset, const Act* weight, const Act* bias, int N, int C,
+                                  float eps) override;
+  void layernorm_swish_forward(Act* normed, Act* out, float* mean, float* rstd, const Act* inp,
+                               const Act* weight, const Act* bias, int N, int C,
+                               float eps) override;
+  void layernorm_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
+                          const Act* weight, const float* mean, const float* rstd, int N, int C,
+                          bool accumulate) override;
+  void layernorm_swish_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                const Act* inp, const Act* normed, const Act* weight,
+                                const float* mean, const float* rstd, int N, int C) override;
 
-  void relu_forward(__half* out, const __half* inp, size_t n) override;
-  void relu_backward(__half* dinp, const __half* dout, const __half* inp, size_t n) override;
-  void swish_forward(__half* out, const __half* inp, size_t n) override;
-  void swish_backward(__half* dinp, const __half* dout, const __half* inp, size_t n) override;
-  void glu_forward(__half* out, const __half* inp, int N, int C) override;
-  void glu_backward(__half* dinp, const __half* dout, const __half* inp, int N, int C) override;
+  void relu_backward(Act* dinp, const Act* dout, const Act* inp, size_t n) override;
+  void swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed, uint64_t offset,
+                             size_t n) override;
+  void swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p, uint64_t seed,
+                              uint64_t offset, size_t n) override;
+  void glu_forward(Act* out, const Act* inp, int N, int C) override;
+  void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) override;
 
-  void dropout_forward(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset,
-                       size_t n) override;
-  void dropout_backward(__half* dinp, const __half* dout, float p, uint64_t seed, uint64_t offset,
-                        size_t n) override;
+  void residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p, uint64_t seed,
+                                 uint64_t offset, size_t n) override;
 
-  void qkv_split_rope_forward(__half* q, __half* k, __half* v, const __half* qkv, int B, int T,
-                              int H, int Dh) override;
-  void qkv_split_rope_backward(__half* dqkv, const __half* dq, const __half* dk, const __half* dv,
-                               int B, int T, int H, int Dh) override;
-  void masked_softmax_forward(__half* probs, const __half* scores, const int32_t* lengths, int B,
-                              int H, int T) override;
-  void masked_softmax_backward(__half* dscores, const __half* dprobs, const __half* probs, int B,
-                               int H, int T) override;
-  void merge_heads_forward(__half* out, const __half* ctx, int B, int T, int H, int Dh) override;
-  void merge_heads_backward(__half* dctx, const __half* dout, int B, int T, int H, int Dh) override;
+  void attention_forward(Act* out, float* lse, const Act* qkv, const int32_t* lengths, int B, int T,
+                         int H, int Dh, float scale) override;
+  void attention_backward(Act* dqkv, const Act* dout, const Act* out, const float* lse,
+                          const Act* qkv, const int32_t* lengths, int B, int T, int H, int Dh,
+                          float scale) override;
 
-  void depthwise_conv1d_forward(__half* out, const __half* inp, const __half* weight,
-                                const __half* bias, const int32_t* lengths, int B, int T, int C,
-                                int K) override;
-  void depthwise_conv1d_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                                 const __half* inp, const __half* weight, const int32_t* lengths,
-                                 int B, int T, int C, int K) override;
+  void depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
+                                const int32_t* lengths, int B, int T, int C, int K) override;
+  void depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                 const Act* inp, const Act* weight, const int32_t* lengths, int B,
+                                 int T, int C, int K) override;
 
-  void log_softmax_forward(float* logprobs, const __half* logits, int N, int V) override;
-  void ctc_loss(double* losses, __half* dlogits, const float* logprobs, const int32_t* targets,
+  void log_softmax_forward(float* logprobs, const Act* logits, int N, int V) override;
+  void ctc_loss(double* losses, Act* dlogits, const float* logprobs, const int32_t* targets,
                 const int32_t* target_lengths, const int32_t* input_lengths,
-                const double* grad_scale, int B, int T, int V) override;
+                const double* grad_scale, const float* loss_scale, double* loss_sum, int B, int T,
+                int V) override;
 
-  double sum_squares(const float* g, size_t n) override;
-  bool has_nonfinite(const float* g, size_t n) override;
-  void adamw_step(float* w, __half* w_act, const float* g, float* m, float* v, size_t n, float lr,
-                  float beta1, float beta2, float eps, float weight_decay, int step,
-                  float grad_scale) override;
+  void add_sum_squares(double* sum, const float* g, size_t n) override;
+  void decide_step(StepControl* control, const StepRule& rule) override;
+  void adamw_step(float* w, Act* w_act, const float* g, float* m, float* v,
+                  const AdamWSegment* segments, int segment_count, size_t state_elements,
+                  const AdamWHyper& hyper, const StepControl* control) override;
 
  private:
   // The backend's own device buffers, one per purpose, grown on demand.
@@ -146,10 +158,10 @@ class CudaBackend : public Backend<__half, float> {
     kConvDcolumns,
     kConvDweightRows,
     kRopeTables,
+    kAttentionRows,
     kLengths,
     kCtcArguments,
     kCtcWork,
-    kResults,
     kScratchCount
   };
   struct ScratchBuffer {
@@ -170,16 +182,31 @@ class CudaBackend : public Backend<__half, float> {
   // cos and sin tables [T, Dh / 2] for RoPE.
   void rope_tables(int T, int Dh, const float** cos_table, const float** sin_table);
 
+  // One of upload_input's two buffers.
+  struct InputSlot {
+    void* device = nullptr;  // arena memory
+    PinnedBuffer pinned;
+    CudaEvent copied;    // on the copy stream, after the copy into `device`
+    CudaEvent consumed;  // on the compute stream, after the work that read it
+  };
+
   int device_;
   size_t conv2d_column_budget_;
   CudaDeviceInfo info_;
   CudaStream stream_;
+  CudaStream copy_stream_;
   std::unique_ptr<DeviceArena> arena_;
+  PinnedStaging staging_{kStagingBytes};
+  std::array<InputSlot, 2> input_slots_;
+  int input_slot_ = 0;  // the slot upload_input handed out last
   CublasHandle cublas_;
   void* cublas_workspace_ = nullptr;
   std::array<ScratchBuffer, kScratchCount> scratch_{};
   std::vector<int32_t> uploaded_lengths_;  // what the kLengths buffer holds
   int rope_frames_ = 0, rope_head_dim_ = 0;
 };
+
+extern template class CudaBackend<__half>;
+extern template class CudaBackend<__nv_bfloat16>;
 
 }  // namespace mpiasr

@@ -1,4 +1,5 @@
-// RAII owners of CUDA handles: a stream, an event and a cuBLAS handle. Each
+// RAII owners of CUDA handles: a stream, an event, pinned host memory and a
+// cuBLAS handle. Each
 // creates its handle in the constructor (checked), destroys it in the
 // destructor (errors there are ignored: a destructor must not throw, and a
 // failing device has already reported through the calls that used it), and
@@ -10,6 +11,7 @@
 
 #include <utility>
 
+#include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace mpiasr {
@@ -30,7 +32,11 @@ class CudaStream {
   CudaStream& operator=(const CudaStream&) = delete;
 
   cudaStream_t get() const { return stream_; }
-  void synchronize() const { CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  // The host waits for the stream (counted: kernels/cuda/call_counts.h).
+  void synchronize() const {
+    cuda_detail::count_host_wait();
+    CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
 
  private:
   cudaStream_t stream_ = nullptr;
@@ -65,6 +71,13 @@ class CudaEvent {
     CUDA_CHECK(status);
     return true;
   }
+  // Returns once the recorded work is done: at once when it is (a query),
+  // else the host waits (counted: kernels/cuda/call_counts.h).
+  void wait() const {
+    if (done()) return;
+    cuda_detail::count_host_wait();
+    CUDA_CHECK(cudaEventSynchronize(event_));
+  }
   // Milliseconds between `start` and this event (both recorded with timing).
   float elapsed_ms_since(const CudaEvent& start) const {
     float ms = 0.0f;
@@ -74,6 +87,35 @@ class CudaEvent {
 
  private:
   cudaEvent_t event_ = nullptr;
+};
+
+// Page-locked host memory (cudaHostAlloc): copies from and to it run
+// asynchronously, where pageable memory makes the host wait.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes > 0) CUDA_CHECK(cudaHostAlloc(&data_, bytes, cudaHostAllocDefault));
+  }
+  ~PinnedBuffer() {
+    if (data_) (void)cudaFreeHost(data_);
+  }
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+
+  char* data() const { return static_cast<char*>(data_); }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 class CublasHandle {

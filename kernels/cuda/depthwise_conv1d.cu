@@ -21,67 +21,69 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-__global__ void depthwise_forward_kernel(__half* out, const __half* inp, const __half* weight,
-                                         const __half* bias, const int32_t* lengths, int B, int T,
-                                         int C, int K) {
+template <typename T>
+__global__ void depthwise_forward_kernel(T* out, const T* inp, const T* weight, const T* bias,
+                                         const int32_t* lengths, int B, int T_, int C, int K) {
   const int pad = (K - 1) / 2;
-  const size_t n = size_t(B) * T * C;
+  const size_t n = size_t(B) * T_ * C;
   MPIASR_GRID_STRIDE(j, n) {
     const int c = int(j % size_t(C));
     const size_t row = j / size_t(C);
-    const int t = int(row % size_t(T)), b = int(row / size_t(T));
+    const int t = int(row % size_t(T_)), b = int(row / size_t(T_));
     const int valid = lengths[b];
     if (t >= valid) {
-      out[j] = to_half(0.0f);
+      out[j] = from_float<T>(0.0f);
       continue;
     }
     float acc = bias ? to_float(bias[c]) : 0.0f;
     const int k_begin = max(0, pad - t), k_end = min(K, valid - t + pad);
     for (int k = k_begin; k < k_end; ++k) {
       acc += to_float(weight[size_t(c) * K + k]) *
-             to_float(inp[(size_t(b) * T + t + k - pad) * C + c]);
+             to_float(inp[(size_t(b) * T_ + t + k - pad) * C + c]);
     }
-    out[j] = to_half(acc);
+    out[j] = from_float<T>(acc);
   }
 }
 
-__global__ void depthwise_backward_input_kernel(__half* dinp, const __half* dout,
-                                                const __half* weight, const int32_t* lengths, int B,
-                                                int T, int C, int K) {
+template <typename T>
+__global__ void depthwise_backward_input_kernel(T* dinp, const T* dout, const T* weight,
+                                                const int32_t* lengths, int B, int T_, int C,
+                                                int K) {
   const int pad = (K - 1) / 2;
-  const size_t n = size_t(B) * T * C;
+  const size_t n = size_t(B) * T_ * C;
   MPIASR_GRID_STRIDE(j, n) {
     const int c = int(j % size_t(C));
     const size_t row = j / size_t(C);
-    const int s = int(row % size_t(T)), b = int(row / size_t(T));
+    const int s = int(row % size_t(T_)), b = int(row / size_t(T_));
     const int valid = lengths[b];
     float acc = 0.0f;
     if (s < valid) {
       const int k_begin = max(0, s + pad - valid + 1), k_end = min(K, s + pad + 1);
       for (int k = k_begin; k < k_end; ++k) {
         acc += to_float(weight[size_t(c) * K + k]) *
-               to_float(dout[(size_t(b) * T + s - k + pad) * C + c]);
+               to_float(dout[(size_t(b) * T_ + s - k + pad) * C + c]);
       }
     }
-    dinp[j] = to_half(acc);
+    dinp[j] = from_float<T>(acc);
   }
 }
 
 // partials [chunks, (K + 1) C]: column j = k C + c of chunk `blockIdx.y`.
-__global__ void depthwise_param_partials_kernel(float* partials, const __half* dout,
-                                                const __half* inp, const int32_t* lengths, int B,
-                                                int T, int C, int K, int rows_per_chunk) {
+template <typename T>
+__global__ void depthwise_param_partials_kernel(float* partials, const T* dout, const T* inp,
+                                                const int32_t* lengths, int B, int T_, int C, int K,
+                                                int rows_per_chunk) {
   const int cols = (K + 1) * C;
   const int j = blockIdx.x * blockDim.x + threadIdx.x;
   const int chunk = blockIdx.y;
   if (j >= cols) return;
   const int k = j / C, c = j % C, pad = (K - 1) / 2;
-  const int rows = B * T;
+  const int rows = B * T_;
   const int begin = chunk * rows_per_chunk;
   const int end = begin + rows_per_chunk < rows ? begin + rows_per_chunk : rows;
   float sum = 0.0f;
   for (int r = begin; r < end; ++r) {
-    const int b = r / T, t = r % T, valid = lengths[b];
+    const int b = r / T_, t = r % T_, valid = lengths[b];
     if (t >= valid) continue;
     const float dy = to_float(dout[size_t(r) * C + c]);
     if (k == K) {
@@ -89,7 +91,7 @@ __global__ void depthwise_param_partials_kernel(float* partials, const __half* d
       continue;
     }
     const int src = t + k - pad;
-    if (src >= 0 && src < valid) sum += dy * to_float(inp[(size_t(b) * T + src) * C + c]);
+    if (src >= 0 && src < valid) sum += dy * to_float(inp[(size_t(b) * T_ + src) * C + c]);
   }
   partials[size_t(chunk) * cols + j] = sum;
 }
@@ -118,40 +120,51 @@ void check_kernel_size(int K) {
 }
 }  // namespace
 
-void cuda_depthwise_conv1d_forward(__half* out, const __half* inp, const __half* weight,
-                                   const __half* bias, const int32_t* lengths, int B, int T, int C,
-                                   int K, cudaStream_t stream) {
+template <typename T>
+void cuda_depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
+                                   const int32_t* lengths, int B, int T_, int C, int K,
+                                   cudaStream_t stream) {
   check_kernel_size(K);
-  const size_t n = size_t(B) * T * C;
+  const size_t n = size_t(B) * T_ * C;
   if (n == 0) return;
-  MPIASR_LAUNCH(depthwise_forward_kernel, grid_for(n), kThreads, 0, stream, out, inp, weight, bias,
-                lengths, B, T, C, K);
+  MPIASR_LAUNCH(depthwise_forward_kernel<T>, grid_for(n), kThreads, 0, stream, out, inp, weight,
+                bias, lengths, B, T_, C, K);
 }
 
-size_t depthwise_conv1d_partials(int B, int T, int C, int K) {
-  return size_t(column_chunks(int64_t(B) * T)) * size_t(K + 1) * size_t(C);
+size_t depthwise_conv1d_partials(int B, int T_, int C, int K) {
+  return size_t(column_chunks(int64_t(B) * T_)) * size_t(K + 1) * size_t(C);
 }
 
-void cuda_depthwise_conv1d_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                                    const __half* inp, const __half* weight, const int32_t* lengths,
-                                    int B, int T, int C, int K, float* partials,
-                                    cudaStream_t stream) {
+template <typename T>
+void cuda_depthwise_conv1d_backward(T* dinp, float* dweight, float* dbias, const T* dout,
+                                    const T* inp, const T* weight, const int32_t* lengths, int B,
+                                    int T_, int C, int K, float* partials, cudaStream_t stream) {
   check_kernel_size(K);
-  const size_t n = size_t(B) * T * C;
+  const size_t n = size_t(B) * T_ * C;
   if (n == 0) return;
   if (dinp) {
-    MPIASR_LAUNCH(depthwise_backward_input_kernel, grid_for(n), kThreads, 0, stream, dinp, dout,
-                  weight, lengths, B, T, C, K);
+    MPIASR_LAUNCH(depthwise_backward_input_kernel<T>, grid_for(n), kThreads, 0, stream, dinp, dout,
+                  weight, lengths, B, T_, C, K);
   }
   if (!dweight && !dbias) return;
-  const int rows = B * T, chunks = column_chunks(rows);
+  const int rows = B * T_, chunks = column_chunks(rows);
   const int rows_per_chunk = (rows + chunks - 1) / chunks;
   const int cols = (K + 1) * C;
   const dim3 grid(unsigned((cols + kThreads - 1) / kThreads), unsigned(chunks));
-  MPIASR_LAUNCH(depthwise_param_partials_kernel, grid, kThreads, 0, stream, partials, dout, inp,
-                lengths, B, T, C, K, rows_per_chunk);
+  MPIASR_LAUNCH(depthwise_param_partials_kernel<T>, grid, kThreads, 0, stream, partials, dout, inp,
+                lengths, B, T_, C, K, rows_per_chunk);
   MPIASR_LAUNCH(depthwise_add_partials_kernel, grid_for(size_t(cols)), kThreads, 0, stream, dweight,
                 dbias, partials, chunks, C, K);
 }
+
+#define MPIASR_INSTANTIATE(T)                                                                      \
+  template void cuda_depthwise_conv1d_forward<T>(T*, const T*, const T*, const T*, const int32_t*, \
+                                                 int, int, int, int, cudaStream_t);                \
+  template void cuda_depthwise_conv1d_backward<T>(T*, float*, float*, const T*, const T*,          \
+                                                  const T*, const int32_t*, int, int, int, int,    \
+                                                  float*, cudaStream_t);
+MPIASR_INSTANTIATE(__half)
+MPIASR_INSTANTIATE(__nv_bfloat16)
+#undef MPIASR_INSTANTIATE
 
 }  // namespace mpiasr

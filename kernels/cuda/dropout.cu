@@ -1,13 +1,15 @@
-// Dropout with counter-based masks, one thread per Philox block of eight
-// elements in a grid-stride loop:
-//   out[i] = inp[i] (bits(seed, offset + i) >= threshold(p) ? 1 / (1 - p) : 0)
+// The gradient of a residual branch through its dropout, in grid-stride loops:
+//   dbranch[i] = (dx[i] m_i) scale,   m_i = bits(seed, offset + i) >= threshold(p) ? 1 / (1 - p) :
+//   0
 // with 16 Philox bits per element (kernels/philox.h), the same masks as the
-// CPU backend's. Layout: flat arrays of n.
+// CPU backend's and the fused forward ops'. Eight elements per thread step,
+// one Philox block and one 128-bit access, when the offset is a multiple of
+// eight and the pointers are 16-byte aligned; one element otherwise.
+// Layout: flat arrays of n.
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/launch.h"
-#include "kernels/philox.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -15,23 +17,16 @@ namespace mpiasr {
 namespace cuda_kernels {
 namespace {
 
-// Thread j serves Philox block first_block + j: stream positions
-// 8 (first_block + j) .. + 7, i.e. the elements g - offset of those positions g
-// that lie in [offset, offset + n).
-__global__ void dropout_kernel(__half* out, const __half* inp, float scale, uint32_t threshold,
-                               uint64_t seed, uint64_t offset, size_t n, uint64_t first_block,
-                               size_t blocks) {
-  MPIASR_GRID_STRIDE(j, blocks) {
-    const uint64_t block = first_block + j;
-    uint32_t bits[kDropoutElementsPerBlock];
-    dropout_block_bits(seed, block, bits);
-    for (int e = 0; e < kDropoutElementsPerBlock; ++e) {
-      const uint64_t g = block * kDropoutElementsPerBlock + uint64_t(e);
-      if (g < offset || g - offset >= n) continue;
-      const size_t i = size_t(g - offset);
-      // x * 0 for a dropped element, as the CPU computes it (NaN and inf stay visible).
-      out[i] = to_half(to_float(inp[i]) * (bits[e] >= threshold ? scale : 0.0f));
-    }
+template <int Width, typename T>
+__global__ void residual_dropout_backward_kernel(T* dbranch, const T* dx, float scale,
+                                                 DropoutSite site, size_t n) {
+  MPIASR_GRID_STRIDE(j, n / Width) {
+    const size_t i = j * Width;
+    float x[Width], factor[Width];
+    load_floats<Width>(dx + i, x);
+    dropout_factors<Width>(site, i, factor);
+    for (int e = 0; e < Width; ++e) x[e] = x[e] * factor[e] * scale;
+    store_floats<Width>(dbranch + i, x);
   }
 }
 
@@ -40,26 +35,25 @@ __global__ void dropout_kernel(__half* out, const __half* inp, float scale, uint
 
 using namespace cuda_kernels;
 
-void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset, size_t n,
-                  cudaStream_t stream) {
+template <typename T>
+void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
+                                    uint64_t offset, size_t n, cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (n == 0) return;
-  if (p == 0.0f) {
-    if (out != inp)
-      CUDA_CHECK(cudaMemcpyAsync(out, inp, n * sizeof(__half), cudaMemcpyDeviceToDevice, stream));
-    return;
+  const DropoutSite site = dropout_site(p, seed, offset);
+  if (packed(dbranch, n) && packed(dx, n) && packed(site)) {
+    constexpr auto backward = residual_dropout_backward_kernel<kPack, T>;
+    MPIASR_LAUNCH(backward, grid_for(n / kPack), kThreads, 0, stream, dbranch, dx, scale, site, n);
+  } else {
+    constexpr auto backward = residual_dropout_backward_kernel<1, T>;
+    MPIASR_LAUNCH(backward, grid_for(n), kThreads, 0, stream, dbranch, dx, scale, site, n);
   }
-  if (p == 1.0f) {
-    CUDA_CHECK(cudaMemsetAsync(out, 0, n * sizeof(__half), stream));
-    return;
-  }
-  // The same scale as the CPU backend's T(1) / (T(1) - T(p)) for T = float.
-  const float scale = 1.0f / (1.0f - p);
-  const uint64_t first_block = offset / kDropoutElementsPerBlock;
-  const uint64_t end_block = (offset + n + kDropoutElementsPerBlock - 1) / kDropoutElementsPerBlock;
-  const size_t blocks = size_t(end_block - first_block);
-  MPIASR_LAUNCH(dropout_kernel, grid_for(blocks), kThreads, 0, stream, out, inp, scale,
-                dropout_threshold(p), seed, offset, n, first_block, blocks);
 }
+
+template void cuda_residual_dropout_backward<__half>(__half*, const __half*, float, float, uint64_t,
+                                                     uint64_t, size_t, cudaStream_t);
+template void cuda_residual_dropout_backward<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*,
+                                                            float, float, uint64_t, uint64_t,
+                                                            size_t, cudaStream_t);
 
 }  // namespace mpiasr

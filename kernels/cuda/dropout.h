@@ -1,8 +1,9 @@
-// Launcher of the dropout kernel (kernels/cuda/dropout.cu); masks from
-// kernels/philox.h, the same as the CPU backend's. Device pointers.
+// Launcher of the dropout kernel (kernels/cuda/dropout.cu) over T = __half or
+// __nv_bfloat16; masks from kernels/philox.h, the same as the CPU backend's.
+// The forward masks are applied inside the fused ops (layernorm.h,
+// activations.h); this is the gradient of a residual branch. Device pointers.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -10,9 +11,10 @@
 
 namespace mpiasr {
 
-// out[i] = dropout_keep(seed, offset + i, p) ? inp[i] / (1 - p) : 0 (out may alias inp);
-// the backward pass is the same map applied to the gradient.
-void cuda_dropout(__half* out, const __half* inp, float p, uint64_t seed, uint64_t offset, size_t n,
-                  cudaStream_t stream);
+// dbranch[i] = scale (dropout_keep(seed, offset + i, p) ? dx[i] / (1 - p) : 0)
+// (dbranch may alias dx).
+template <typename T>
+void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
+                                    uint64_t offset, size_t n, cudaStream_t stream);
 
 }  // namespace mpiasr

@@ -1,9 +1,9 @@
 // Launchers of the elementwise CUDA kernels (kernels/cuda/elementwise.cu):
-// casts, scaled adds and padding masks. Half values are computed in float,
-// then rounded to half once. All pointers are device pointers.
+// casts and padding masks, over T = __half or __nv_bfloat16.
+// 16-bit values are computed in float, then rounded to T once. All pointers
+// are device pointers.
 #pragma once
 
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -11,14 +11,12 @@
 
 namespace mpiasr {
 
-void cuda_cast(__half* dst, const float* src, size_t n, cudaStream_t stream);
-void cuda_cast(float* dst, const __half* src, size_t n, cudaStream_t stream);
-// y = x + alpha r (y may alias x or r)
-void cuda_add_scaled(__half* y, const __half* x, const __half* r, float alpha, size_t n,
-                     cudaStream_t stream);
-// dy += alpha dx
-void cuda_accumulate_scaled(__half* dy, const __half* dx, float alpha, size_t n,
-                            cudaStream_t stream);
+// dst[i] = src[i], rounded to nearest even when Dst is narrower (one of Dst,
+// Src is float, the other the activation type).
+template <typename Dst, typename Src>
+void cuda_cast(Dst* dst, const Src* src, size_t n, cudaStream_t stream);
 // x [B, T, C]: rows t >= lengths[b] set to zero (lengths on the device)
-void cuda_mask_padding(__half* x, const int32_t* lengths, int B, int T, int C, cudaStream_t stream);
+template <typename T>
+void cuda_mask_padding(T* x, const int32_t* lengths, int B, int T_, int C, cudaStream_t stream);
+
 }  // namespace mpiasr

@@ -6,8 +6,10 @@
 //                  cudaGetLastError; a bad launch throws Error naming the
 //                  kernel, the file and the line of the launch
 //       emulator:  runs the grid on the CPU before it returns (the arguments
-//                  are evaluated once); a bad launch or a failing block
-//                  throws the same way, saying what went wrong
+//                  are evaluated once), or records it when the stream is
+//                  capturing a graph; a bad launch or a failing block throws
+//                  the same way, saying what went wrong
+//       both:      counts the launch (kernels/cuda/call_counts.h)
 //   MPIASR_SHARED(T, name)          a static shared variable of type T, arrays
 //                                   included (MPIASR_SHARED(float[32][33], tile))
 //   MPIASR_DYNAMIC_SHARED(T, name)  T* name: the launch's dynamic shared memory
@@ -17,13 +19,17 @@
 
 #include <tuple>
 
+#include "kernels/cuda/call_counts.h"
 #include "kernels/cuda_emu/simt.h"
 
-#define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                            \
-  ::mpiasr::emu::launch({#kernel, __FILE__, __LINE__}, grid, block, shared_bytes, stream,        \
-                        [mpiasr_arguments_ = std::make_tuple(__VA_ARGS__)] {                     \
-                          std::apply([](const auto&... a) { kernel(a...); }, mpiasr_arguments_); \
-                        })
+#define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
+  do {                                                                                             \
+    ::mpiasr::cuda_detail::count_launch();                                                         \
+    ::mpiasr::emu::launch({#kernel, __FILE__, __LINE__}, grid, block, shared_bytes, stream,        \
+                          [mpiasr_arguments_ = std::make_tuple(__VA_ARGS__)] {                     \
+                            std::apply([](const auto&... a) { kernel(a...); }, mpiasr_arguments_); \
+                          });                                                                      \
+  } while (0)
 
 #define MPIASR_SHARED(T, name)                                            \
   static constexpr ::mpiasr::emu::SharedSlot mpiasr_shared_slot_##name{}; \
@@ -37,10 +43,12 @@
 
 #include <type_traits>
 
+#include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
 
 #define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                           \
   do {                                                                                          \
+    ::mpiasr::cuda_detail::count_launch();                                                      \
     kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__);                                 \
     const cudaError_t mpiasr_launch_code_ = cudaGetLastError();                                 \
     if (mpiasr_launch_code_ != cudaSuccess) {                                                   \

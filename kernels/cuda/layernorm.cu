@@ -1,13 +1,22 @@
 // LayerNorm over the last dimension of x [N, C] (rows contiguous), as the CPU
-// backend computes it, with float statistics:
-//   mean = sum x / C    var = sum (x - mean)^2 / C    rstd = 1 / sqrt(var + eps)
-//   xhat = (x - mean) rstd                             y = xhat w + b
-// Backward, with g = dy w:
-//   dx += rstd (g - mean_c(g) - xhat mean_c(g xhat))
-//   dw += sum_rows dy xhat                             db += sum_rows dy
-// Forward and the dx pass: one warp per row, two passes over the row (the
-// second hits L1), lanes striding over C. dw and db: per-chunk column partials
-// in float, then added in chunk order (deterministic; see column_sums.h).
+// backend computes it, with float statistics, and its fusions with the
+// residual sum before it and the Swish after it:
+//   residual  x = base + scale Dropout(branch), written rounded to T, then LN(x)
+//   LN        mean = sum x / C    var = sum (x - mean)^2 / C    rstd = 1 / sqrt(var + eps)
+//             xhat = (x - mean) rstd                             y = xhat w + b
+//   swish     s = swish(y), from y as rounded to T (what backward reads)
+// Backward, with g = dy (or swish'(y) dy after a Swish) times w:
+//   dx (+)= rstd (g - mean_c(g) - xhat mean_c(g xhat))
+//   dw += sum_rows g/w xhat                           db += sum_rows g/w
+// Forward and the dx pass: one warp per row, two or three passes over the row
+// (the later ones hit L1), lanes striding over C eight values at a time (one
+// 128-bit access) when C % 8 == 0 and the pointers are 16-byte aligned, one
+// at a time otherwise. dw and db: per-chunk column partials in float, eight
+// columns per thread likewise, then added in chunk order (deterministic; see
+// column_sums.h).
+#include <initializer_list>
+
+#include "kernels/activations.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_utils.cuh"
@@ -21,78 +30,243 @@ namespace {
 
 constexpr int kRowsPerBlock = kThreads / kWarp;
 
-__global__ void layernorm_forward_kernel(__half* out, float* mean, float* rstd, const __half* inp,
-                                         const __half* weight, const __half* bias, int N, int C,
-                                         float eps) {
+enum class Norm { kPlain, kResidual, kSwish };
+
+struct ForwardArgs {
+  void* out;           // LN(x) [N, C]
+  void* extra;         // kResidual: x [N, C]; kSwish: swish(LN(x)) [N, C]
+  float* mean;         // [N], may be null
+  float* rstd;         // [N], may be null
+  const void* inp;     // x, or for kResidual the base
+  const void* branch;  // kResidual
+  float scale;         // kResidual
+  DropoutSite site;    // kResidual
+  const void* weight;  // [C], null: 1
+  const void* bias;    // [C], null: 0
+  int N, C;
+  float eps;
+};
+
+template <int Width, typename T, Norm kNorm>
+__global__ void layernorm_forward_kernel(ForwardArgs a) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-  if (row >= N) return;
-  const __half* x = inp + size_t(row) * C;
-  __half* y = out + size_t(row) * C;
+  if (row >= a.N) return;
+  const size_t first = size_t(row) * a.C;
+  const T* x = static_cast<const T*>(a.inp) + first;
+  T* y = static_cast<T*>(a.out) + first;
+  const T* weight = static_cast<const T*>(a.weight);
+  const T* bias = static_cast<const T*>(a.bias);
+  float v[Width];
   float sum = 0.0f;
-  for (int c = lane; c < C; c += kWarp) sum += to_float(x[c]);
-  const float m = warp_sum(sum) / float(C);
-  float sum_sq = 0.0f;
-  for (int c = lane; c < C; c += kWarp) {
-    const float d = to_float(x[c]) - m;
-    sum_sq += d * d;
+  if constexpr (kNorm == Norm::kResidual) {
+    // x = base + scale Dropout(branch), rounded as stored; the statistics of the stored x.
+    const T* branch = static_cast<const T*>(a.branch) + first;
+    T* sum_out = static_cast<T*>(a.extra) + first;
+    for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+      float r[Width], factor[Width];
+      load_floats<Width>(x + c, v);
+      load_floats<Width>(branch + c, r);
+      dropout_factors<Width>(a.site, first + c, factor);
+      for (int e = 0; e < Width; ++e) {
+        v[e] = to_float(from_float<T>(v[e] + a.scale * (r[e] * factor[e])));
+        sum += v[e];
+      }
+      store_floats<Width>(sum_out + c, v);
+    }
+    x = sum_out;
+  } else {
+    for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+      load_floats<Width>(x + c, v);
+      for (int e = 0; e < Width; ++e) sum += v[e];
+    }
   }
-  const float r = 1.0f / sqrtf(warp_sum(sum_sq) / float(C) + eps);
-  for (int c = lane; c < C; c += kWarp) {
-    const float xhat = (to_float(x[c]) - m) * r;
-    const float w = weight ? to_float(weight[c]) : 1.0f;
-    const float b = bias ? to_float(bias[c]) : 0.0f;
-    y[c] = to_half(xhat * w + b);
+  const float m = warp_sum(sum) / float(a.C);
+  float sum_sq = 0.0f;
+  for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+    load_floats<Width>(x + c, v);
+    for (int e = 0; e < Width; ++e) sum_sq += (v[e] - m) * (v[e] - m);
+  }
+  const float r = 1.0f / sqrtf(warp_sum(sum_sq) / float(a.C) + a.eps);
+  for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+    float w[Width], b[Width];
+    load_floats<Width>(x + c, v);
+    if (weight) {
+      load_floats<Width>(weight + c, w);
+    } else {
+      for (float& e : w) e = 1.0f;
+    }
+    if (bias) {
+      load_floats<Width>(bias + c, b);
+    } else {
+      for (float& e : b) e = 0.0f;
+    }
+    for (int e = 0; e < Width; ++e) v[e] = (v[e] - m) * r * w[e] + b[e];
+    store_floats<Width>(y + c, v);
+    if constexpr (kNorm == Norm::kSwish) {
+      for (int e = 0; e < Width; ++e) v[e] = swish(to_float(from_float<T>(v[e])));
+      store_floats<Width>(static_cast<T*>(a.extra) + first + c, v);
+    }
   }
   if (lane == 0) {
-    if (mean) mean[row] = m;
-    if (rstd) rstd[row] = r;
+    if (a.mean) a.mean[row] = m;
+    if (a.rstd) a.rstd[row] = r;
   }
 }
 
-__global__ void layernorm_backward_input_kernel(__half* dinp, const __half* dout, const __half* inp,
-                                                const __half* weight, const float* mean,
-                                                const float* rstd, int N, int C) {
+struct BackwardArgs {
+  void* dinp;          // [N, C]
+  const void* dout;    // [N, C]
+  const void* inp;     // x [N, C]
+  const void* normed;  // LN(x) [N, C] (with a Swish after)
+  const void* weight;  // [C], null: 1
+  const float* mean;
+  const float* rstd;
+  int N, C;
+  bool accumulate;
+};
+
+// The gradient reaching LN's output: dy, or swish'(y) dy after a Swish.
+template <int Width, typename T, bool kSwish>
+__device__ inline void output_gradient(const BackwardArgs& a, size_t at, float* g) {
+  load_floats<Width>(static_cast<const T*>(a.dout) + at, g);
+  if constexpr (kSwish) {
+    float y[Width];
+    load_floats<Width>(static_cast<const T*>(a.normed) + at, y);
+    for (int e = 0; e < Width; ++e) g[e] = swish_grad(y[e], g[e]);
+  }
+}
+
+template <int Width, typename T, bool kSwish>
+__global__ void layernorm_backward_input_kernel(BackwardArgs a) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
-  if (row >= N) return;
-  const __half* x = inp + size_t(row) * C;
-  const __half* dy = dout + size_t(row) * C;
-  __half* dx = dinp + size_t(row) * C;
-  const float m = mean[row], r = rstd[row];
+  if (row >= a.N) return;
+  const size_t first = size_t(row) * a.C;
+  const T* x = static_cast<const T*>(a.inp) + first;
+  const T* weight = static_cast<const T*>(a.weight);
+  T* dx = static_cast<T*>(a.dinp) + first;
+  const float m = a.mean[row], r = a.rstd[row];
+  float g[Width], v[Width], w[Width];
+  auto load_weight = [&](int c) {
+    if (weight) {
+      load_floats<Width>(weight + c, w);
+    } else {
+      for (float& e : w) e = 1.0f;
+    }
+  };
   float sum_g = 0.0f, sum_g_xhat = 0.0f;
-  for (int c = lane; c < C; c += kWarp) {
-    const float g = to_float(dy[c]) * (weight ? to_float(weight[c]) : 1.0f);
-    sum_g += g;
-    sum_g_xhat += g * (to_float(x[c]) - m) * r;
+  for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+    output_gradient<Width, T, kSwish>(a, first + c, g);
+    load_floats<Width>(x + c, v);
+    load_weight(c);
+    for (int e = 0; e < Width; ++e) {
+      sum_g += g[e] * w[e];
+      sum_g_xhat += g[e] * w[e] * (v[e] - m) * r;
+    }
   }
-  const float mean_g = warp_sum(sum_g) / float(C);
-  const float mean_g_xhat = warp_sum(sum_g_xhat) / float(C);
-  for (int c = lane; c < C; c += kWarp) {
-    const float g = to_float(dy[c]) * (weight ? to_float(weight[c]) : 1.0f);
-    const float xhat = (to_float(x[c]) - m) * r;
-    dx[c] = to_half(to_float(dx[c]) + r * (g - mean_g - xhat * mean_g_xhat));
+  const float mean_g = warp_sum(sum_g) / float(a.C);
+  const float mean_g_xhat = warp_sum(sum_g_xhat) / float(a.C);
+  for (int c = Width * lane; c < a.C; c += Width * kWarp) {
+    float d[Width];
+    output_gradient<Width, T, kSwish>(a, first + c, g);
+    load_floats<Width>(x + c, v);
+    load_weight(c);
+    if (a.accumulate) {
+      load_floats<Width>(dx + c, d);
+    } else {
+      for (float& e : d) e = 0.0f;
+    }
+    for (int e = 0; e < Width; ++e) {
+      const float xhat = (v[e] - m) * r;
+      d[e] += r * (g[e] * w[e] - mean_g - xhat * mean_g_xhat);
+    }
+    store_floats<Width>(dx + c, d);
   }
 }
 
-// partials_w / partials_b [chunks, C]: sums over the chunk's rows of dy xhat and dy.
-__global__ void layernorm_param_partials_kernel(float* partials_w, float* partials_b,
-                                                const __half* dout, const __half* inp,
-                                                const float* mean, const float* rstd, int N, int C,
-                                                int rows_per_chunk) {
-  const int c = blockIdx.x * blockDim.x + threadIdx.x;
+// partials_w / partials_b [chunks, C]: sums over the chunk's rows of g xhat
+// and g (g the output gradient), Width columns per thread.
+template <int Width, typename T, bool kSwish>
+__global__ void layernorm_param_partials_kernel(BackwardArgs a, float* partials_w,
+                                                float* partials_b, int rows_per_chunk) {
+  const int c = Width * int(blockIdx.x * blockDim.x + threadIdx.x);
   const int chunk = blockIdx.y;
-  if (c >= C) return;
+  if (c >= a.C) return;
   const int begin = chunk * rows_per_chunk;
-  const int end = begin + rows_per_chunk < N ? begin + rows_per_chunk : N;
-  float sum_w = 0.0f, sum_b = 0.0f;
+  const int end = begin + rows_per_chunk < a.N ? begin + rows_per_chunk : a.N;
+  float sum_w[Width] = {}, sum_b[Width] = {};
   for (int n = begin; n < end; ++n) {
-    const float dy = to_float(dout[size_t(n) * C + c]);
-    sum_w += dy * (to_float(inp[size_t(n) * C + c]) - mean[n]) * rstd[n];
-    sum_b += dy;
+    const size_t at = size_t(n) * a.C + c;
+    float g[Width], v[Width];
+    output_gradient<Width, T, kSwish>(a, at, g);
+    load_floats<Width>(static_cast<const T*>(a.inp) + at, v);
+    for (int e = 0; e < Width; ++e) {
+      sum_w[e] += g[e] * (v[e] - a.mean[n]) * a.rstd[n];
+      sum_b[e] += g[e];
+    }
   }
-  partials_w[size_t(chunk) * C + c] = sum_w;
-  partials_b[size_t(chunk) * C + c] = sum_b;
+  for (int e = 0; e < Width; ++e) {
+    partials_w[size_t(chunk) * a.C + c + e] = sum_w[e];
+    partials_b[size_t(chunk) * a.C + c + e] = sum_b[e];
+  }
+}
+
+// Whether rows of C values at these pointers go in packs.
+bool rows_packed(int C, std::initializer_list<const void*> pointers) {
+  if (C % kPack != 0) return false;
+  for (const void* p : pointers) {
+    if (p && !packed(p, 0)) return false;
+  }
+  return true;
+}
+
+template <typename T, Norm kNorm>
+void launch_forward(const ForwardArgs& args, bool packs, cudaStream_t stream) {
+  if (args.N <= 0 || args.C <= 0) return;
+  const unsigned blocks = unsigned((args.N + kRowsPerBlock - 1) / kRowsPerBlock);
+  if (packs) {
+    constexpr auto forward = layernorm_forward_kernel<kPack, T, kNorm>;
+    MPIASR_LAUNCH(forward, blocks, kThreads, 0, stream, args);
+  } else {
+    constexpr auto forward = layernorm_forward_kernel<1, T, kNorm>;
+    MPIASR_LAUNCH(forward, blocks, kThreads, 0, stream, args);
+  }
+}
+
+template <typename T, bool kSwish>
+void launch_backward(const BackwardArgs& args, float* dweight, float* dbias, float* partials,
+                     cudaStream_t stream) {
+  if (args.N <= 0 || args.C <= 0) return;
+  const bool packs =
+      rows_packed(args.C, {args.dinp, args.dout, args.inp, args.normed, args.weight});
+  if (args.dinp) {
+    const unsigned blocks = unsigned((args.N + kRowsPerBlock - 1) / kRowsPerBlock);
+    if (packs) {
+      constexpr auto input = layernorm_backward_input_kernel<kPack, T, kSwish>;
+      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args);
+    } else {
+      constexpr auto input = layernorm_backward_input_kernel<1, T, kSwish>;
+      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args);
+    }
+  }
+  if (!dweight && !dbias) return;
+  const int chunks = column_chunks(args.N);
+  const int rows_per_chunk = (args.N + chunks - 1) / chunks;
+  float* partials_w = partials;
+  float* partials_b = partials + size_t(chunks) * args.C;
+  const int width = packs ? kPack : 1;
+  const int threads_needed = args.C / width;
+  const dim3 grid(unsigned((threads_needed + kThreads - 1) / kThreads), unsigned(chunks));
+  if (packs) {
+    constexpr auto params = layernorm_param_partials_kernel<kPack, T, kSwish>;
+    MPIASR_LAUNCH(params, grid, kThreads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
+  } else {
+    constexpr auto params = layernorm_param_partials_kernel<1, T, kSwish>;
+    MPIASR_LAUNCH(params, grid, kThreads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
+  }
+  if (dweight) cuda_add_partials(dweight, partials_w, chunks, args.C, stream);
+  if (dbias) cuda_add_partials(dbias, partials_b, chunks, args.C, stream);
 }
 
 }  // namespace
@@ -100,35 +274,68 @@ __global__ void layernorm_param_partials_kernel(float* partials_w, float* partia
 
 using namespace cuda_kernels;
 
-void cuda_layernorm_forward(__half* out, float* mean, float* rstd, const __half* inp,
-                            const __half* weight, const __half* bias, int N, int C, float eps,
-                            cudaStream_t stream) {
-  if (N <= 0 || C <= 0) return;
-  const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  MPIASR_LAUNCH(layernorm_forward_kernel, blocks, kThreads, 0, stream, out, mean, rstd, inp, weight,
-                bias, N, C, eps);
+template <typename T>
+void cuda_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
+                            const T* bias, int N, int C, float eps, cudaStream_t stream) {
+  const ForwardArgs args{out,           nullptr, mean, rstd, inp, nullptr, 1.0f,
+                         DropoutSite{}, weight,  bias, N,    C,   eps};
+  launch_forward<T, Norm::kPlain>(args, rows_packed(C, {out, inp, weight, bias}), stream);
 }
 
-void cuda_layernorm_backward(__half* dinp, float* dweight, float* dbias, const __half* dout,
-                             const __half* inp, const __half* weight, const float* mean,
-                             const float* rstd, int N, int C, float* partials,
-                             cudaStream_t stream) {
-  if (N <= 0 || C <= 0) return;
-  if (dinp) {
-    const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-    MPIASR_LAUNCH(layernorm_backward_input_kernel, blocks, kThreads, 0, stream, dinp, dout, inp,
-                  weight, mean, rstd, N, C);
-  }
-  if (!dweight && !dbias) return;
-  const int chunks = column_chunks(N);
-  const int rows_per_chunk = (N + chunks - 1) / chunks;
-  float* partials_w = partials;
-  float* partials_b = partials + size_t(chunks) * C;
-  const dim3 grid(unsigned((C + kThreads - 1) / kThreads), unsigned(chunks));
-  MPIASR_LAUNCH(layernorm_param_partials_kernel, grid, kThreads, 0, stream, partials_w, partials_b,
-                dout, inp, mean, rstd, N, C, rows_per_chunk);
-  if (dweight) cuda_add_partials(dweight, partials_w, chunks, C, stream);
-  if (dbias) cuda_add_partials(dbias, partials_b, chunks, C, stream);
+template <typename T>
+void cuda_residual_layernorm_forward(T* x, T* out, float* mean, float* rstd, const T* base,
+                                     const T* branch, float scale, float p, uint64_t seed,
+                                     uint64_t offset, const T* weight, const T* bias, int N, int C,
+                                     float eps, cudaStream_t stream) {
+  MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
+  const DropoutSite site = dropout_site(p, seed, offset);
+  const ForwardArgs args{out, x, mean, rstd, base, branch, scale, site, weight, bias, N, C, eps};
+  const bool packs = rows_packed(C, {x, out, base, branch, weight, bias}) && packed(site);
+  launch_forward<T, Norm::kResidual>(args, packs, stream);
 }
+
+template <typename T>
+void cuda_layernorm_swish_forward(T* normed, T* out, float* mean, float* rstd, const T* inp,
+                                  const T* weight, const T* bias, int N, int C, float eps,
+                                  cudaStream_t stream) {
+  const ForwardArgs args{normed,        out,    mean, rstd, inp, nullptr, 1.0f,
+                         DropoutSite{}, weight, bias, N,    C,   eps};
+  launch_forward<T, Norm::kSwish>(args, rows_packed(C, {normed, out, inp, weight, bias}), stream);
+}
+
+template <typename T>
+void cuda_layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
+                             const T* weight, const float* mean, const float* rstd, int N, int C,
+                             bool accumulate, float* partials, cudaStream_t stream) {
+  const BackwardArgs args{dinp, dout, inp, nullptr, weight, mean, rstd, N, C, accumulate};
+  launch_backward<T, false>(args, dweight, dbias, partials, stream);
+}
+
+template <typename T>
+void cuda_layernorm_swish_backward(T* dinp, float* dweight, float* dbias, const T* dout,
+                                   const T* inp, const T* normed, const T* weight,
+                                   const float* mean, const float* rstd, int N, int C,
+                                   float* partials, cudaStream_t stream) {
+  const BackwardArgs args{dinp, dout, inp, normed, weight, mean, rstd, N, C, false};
+  launch_backward<T, true>(args, dweight, dbias, partials, stream);
+}
+
+#define MPIASR_INSTANTIATE(T)                                                                      \
+  template void cuda_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int,   \
+                                          int, float, cudaStream_t);                               \
+  template void cuda_residual_layernorm_forward<T>(T*, T*, float*, float*, const T*, const T*,     \
+                                                   float, float, uint64_t, uint64_t, const T*,     \
+                                                   const T*, int, int, float, cudaStream_t);       \
+  template void cuda_layernorm_swish_forward<T>(T*, T*, float*, float*, const T*, const T*,        \
+                                                const T*, int, int, float, cudaStream_t);          \
+  template void cuda_layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,       \
+                                           const float*, const float*, int, int, bool, float*,     \
+                                           cudaStream_t);                                          \
+  template void cuda_layernorm_swish_backward<T>(T*, float*, float*, const T*, const T*, const T*, \
+                                                 const T*, const float*, const float*, int, int,   \
+                                                 float*, cudaStream_t);
+MPIASR_INSTANTIATE(__half)
+MPIASR_INSTANTIATE(__nv_bfloat16)
+#undef MPIASR_INSTANTIATE
 
 }  // namespace mpiasr

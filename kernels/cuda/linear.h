@@ -1,8 +1,9 @@
 // Fully connected layer on the GPU, PyTorch's layout, the math of
-// kernels/cpu/linear.h in mixed precision (kernels/cuda/linear.cpp):
-//   out[m, n] = sum_k inp[m, k] W[n, k] + bias[n]      inp [M, K], W [N, K], out [M, N] (half)
+// kernels/cpu/linear.h in mixed precision (kernels/cuda/linear.cpp), T =
+// __half or __nv_bfloat16:
+//   out[m, n] = sum_k inp[m, k] W[n, k] + bias[n]      inp [M, K], W [N, K], out [M, N] (T)
 // backward:
-//   dinp[m, k]  = sum_n dout[m, n] W[n, k]             (half, overwritten)
+//   dinp[m, k]  = sum_n dout[m, n] W[n, k]             (T, overwritten)
 //   dW[n, k]   += sum_m dout[m, n] inp[m, k]           (fp32, accumulated)
 //   dbias[n]   += sum_m dout[m, n]                     (fp32, accumulated, column_sums.h)
 // Null dinp, dW or dbias skip that gradient; a null bias means none. The
@@ -10,17 +11,18 @@
 #pragma once
 
 #include <cublas_v2.h>
-#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 namespace mpiasr {
 
-void cuda_linear_forward(cublasHandle_t handle, cudaStream_t stream, __half* out, const __half* inp,
-                         const __half* weight, const __half* bias, int M, int K, int N);
+template <typename T>
+void cuda_linear_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
+                         const T* weight, const T* bias, int M, int K, int N);
 
 // partials: column_chunks(M) * N floats of scratch when dbias is not null.
-void cuda_linear_backward(cublasHandle_t handle, cudaStream_t stream, __half* dinp, float* dweight,
-                          float* dbias, const __half* dout, const __half* inp, const __half* weight,
-                          int M, int K, int N, float* partials);
+template <typename T>
+void cuda_linear_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
+                          float* dbias, const T* dout, const T* inp, const T* weight, int M, int K,
+                          int N, float* partials);
 
 }  // namespace mpiasr

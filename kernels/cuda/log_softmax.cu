@@ -1,5 +1,5 @@
 // Log-softmax over V of each row of logits [N, V], one warp per row:
-//   y = x - (max + log sum exp(x - max)),  in float (half logits, float out).
+//   y = x - (max + log sum exp(x - max)),  in float (16-bit logits, float out).
 // Its backward pass is part of the CTC loss (kernels/cuda/ctc_loss.cu).
 #include <cmath>
 
@@ -15,11 +15,12 @@ namespace {
 
 constexpr int kRowsPerBlock = kThreads / kWarp;
 
-__global__ void log_softmax_kernel(float* logprobs, const __half* logits, int N, int V) {
+template <typename T>
+__global__ void log_softmax_kernel(float* logprobs, const T* logits, int N, int V) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= N) return;
-  const __half* x = logits + size_t(row) * V;
+  const T* x = logits + size_t(row) * V;
   float* y = logprobs + size_t(row) * V;
   float max = -INFINITY;
   for (int v = lane; v < V; v += kWarp) max = fmaxf(max, to_float(x[v]));
@@ -35,11 +36,15 @@ __global__ void log_softmax_kernel(float* logprobs, const __half* logits, int N,
 
 using namespace cuda_kernels;
 
-void cuda_log_softmax_forward(float* logprobs, const __half* logits, int N, int V,
-                              cudaStream_t stream) {
+template <typename T>
+void cuda_log_softmax_forward(float* logprobs, const T* logits, int N, int V, cudaStream_t stream) {
   if (N <= 0 || V <= 0) return;
   const unsigned blocks = unsigned((N + kRowsPerBlock - 1) / kRowsPerBlock);
-  MPIASR_LAUNCH(log_softmax_kernel, blocks, kThreads, 0, stream, logprobs, logits, N, V);
+  MPIASR_LAUNCH(log_softmax_kernel<T>, blocks, kThreads, 0, stream, logprobs, logits, N, V);
 }
+
+template void cuda_log_softmax_forward<__half>(float*, const __half*, int, int, cudaStream_t);
+template void cuda_log_softmax_forward<__nv_bfloat16>(float*, const __nv_bfloat16*, int, int,
+                                                      cudaStream_t);
 
 }  // namespace mpiasr

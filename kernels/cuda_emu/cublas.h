@@ -4,12 +4,15 @@
 // column-major semantics, computed by the CPU backend's GEMM
 // (kernels/cpu/gemm.h):
 //   C = alpha op(A) op(B) + beta C      column-major, C m x n, op(A) m x k
-// A and B are fp16 (CUDA_R_16F), converted exactly to float; C is fp16 or fp32;
+// A and B are both fp16 (CUDA_R_16F) or both bf16 (CUDA_R_16BF), converted
+// exactly to float; C is of their type or fp32;
 // the compute type is CUBLAS_COMPUTE_32F: products and sums in float, then
 // alpha and beta in float and one rounding to C's type, as cuBLAS does (the
 // order of the float sums differs). alpha and beta are host pointers. Other
 // data or compute types give CUBLAS_STATUS_NOT_SUPPORTED. Work runs before the
-// call returns, so the handle's stream and workspace are only checked.
+// call returns, or is recorded (with alpha and beta as they are now) when the
+// handle's stream is capturing a graph (runtime.h); each call counts as one
+// launch. The workspace is only checked.
 #pragma once
 
 #include <cstdint>

@@ -1,23 +1,57 @@
-// The CUDA runtime on the CPU (see runtime.h): allocations, streams and events
-// are kept in registries so that every handle and device range is checked.
+// The CUDA runtime on the CPU (see runtime.h): allocations, pinned host
+// memory, streams, events and graphs are kept in registries so that every
+// handle and device range is checked; stream capture records work into the
+// graph of the capture instead of running it.
 #include "kernels/cuda_emu/runtime.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
+#include <thread>
+#include <vector>
+
+// The work of a graph, in issue order.
+struct CUgraph_st {
+  std::vector<std::function<void()>> work;
+};
+
+struct CUgraphExec_st {
+  std::vector<std::function<void()>> work;
+};
 
 namespace {
+
+// One stream capture: the graph it builds and the streams it has drawn in.
+struct Capture {
+  cudaStream_t origin = nullptr;
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::thread::id thread;
+  std::unique_ptr<CUgraph_st> graph = std::make_unique<CUgraph_st>();
+  bool invalidated = false;
+};
+
+struct Counters {
+  std::atomic<uint64_t> launches{0}, memsets{0}, copies{0}, graph_launches{0}, graph_nodes_run{0},
+      device_syncs{0}, stream_syncs{0}, event_syncs{0}, blocking_copies{0};
+};
 
 struct State {
   std::mutex mutex;
   std::map<const char*, size_t> allocations;  // base -> bytes
   size_t allocated = 0;
+  std::map<const char*, size_t> pinned;  // cudaMallocHost / cudaHostAlloc: base -> bytes
   std::set<const CUstream_st*> streams;
   std::set<const CUevent_st*> events;
+  std::set<const CUgraph_st*> graphs;
+  std::set<const CUgraphExec_st*> execs;
+  std::set<std::shared_ptr<Capture>> captures;  // in progress
+  Counters counts;
 };
 
 State& state() {
@@ -75,17 +109,112 @@ bool event_is_live(cudaEvent_t event) {
   return is_live(state().events, event);
 }
 
+// Whether [ptr, ptr + bytes) lies inside pinned host memory.
+bool is_pinned(const void* ptr, size_t bytes) {
+  const char* p = static_cast<const char*>(ptr);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  auto it = s.pinned.upper_bound(p);
+  if (it == s.pinned.begin()) return false;
+  --it;
+  return size_t(p - it->first) <= it->second && bytes <= it->second - size_t(p - it->first);
+}
+
 }  // namespace
 
 struct CUstream_st {
-  unsigned flags;
+  unsigned flags = 0;
+  // The capture this stream records into (its origin, or a stream that joined
+  // it by waiting on an event recorded in it), and the work recorded on it.
+  std::shared_ptr<Capture> capture;
+  size_t recorded = 0;
+  size_t joined_at = 0;  // `recorded` when the origin last waited on an event of this stream
 };
 
 struct CUevent_st {
-  unsigned flags;
+  unsigned flags = 0;
   bool recorded = false;
   std::chrono::steady_clock::time_point time;
+  // Recorded in a capture: which one, on which stream, after how much of its work.
+  std::shared_ptr<Capture> capture;
+  cudaStream_t stream = nullptr;
+  size_t stream_recorded = 0;
 };
+
+namespace {
+
+std::shared_ptr<Capture> capture_of(cudaStream_t stream) {
+  if (!stream) return nullptr;
+  std::lock_guard lock(state().mutex);
+  return stream->capture;
+}
+
+// Whether a call that may synchronize, allocate or block is forbidden now:
+// some capture in the global mode, or one of this thread's in the
+// thread-local mode, is in progress. Such a call invalidates those captures.
+bool unsafe_call_forbidden() {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  bool forbidden = false;
+  for (const std::shared_ptr<Capture>& capture : s.captures) {
+    if (capture->mode == cudaStreamCaptureModeGlobal ||
+        (capture->mode == cudaStreamCaptureModeThreadLocal &&
+         capture->thread == std::this_thread::get_id())) {
+      capture->invalidated = true;
+      forbidden = true;
+    }
+  }
+  return forbidden;
+}
+
+// Records `work` on capturing `stream`.
+void record(cudaStream_t stream, std::function<void()> work) {
+  std::lock_guard lock(state().mutex);
+  stream->capture->graph->work.push_back(std::move(work));
+  ++stream->recorded;
+}
+
+}  // namespace
+
+mpiasr::emu::ApiCounts mpiasr::emu::api_counts() {
+  const Counters& c = state().counts;
+  ApiCounts counts;
+  counts.launches = c.launches;
+  counts.memsets = c.memsets;
+  counts.copies = c.copies;
+  counts.graph_launches = c.graph_launches;
+  counts.graph_nodes_run = c.graph_nodes_run;
+  counts.device_syncs = c.device_syncs;
+  counts.stream_syncs = c.stream_syncs;
+  counts.event_syncs = c.event_syncs;
+  counts.blocking_copies = c.blocking_copies;
+  return counts;
+}
+
+void mpiasr::emu::reset_api_counts() {
+  Counters& c = state().counts;
+  for (std::atomic<uint64_t>* counter :
+       {&c.launches, &c.memsets, &c.copies, &c.graph_launches, &c.graph_nodes_run, &c.device_syncs,
+        &c.stream_syncs, &c.event_syncs, &c.blocking_copies}) {
+    *counter = 0;
+  }
+}
+
+namespace mpiasr::emu::detail {
+
+bool stream_is_capturing(cudaStream_t stream) {
+  return stream_is_valid(stream) && capture_of(stream) != nullptr;
+}
+
+void record_work(cudaStream_t stream, std::function<void()> work) {
+  record(stream, std::move(work));
+}
+
+void count_launch() {
+  ++state().counts.launches;
+}
+
+}  // namespace mpiasr::emu::detail
 
 namespace mpiasr::emu::detail {
 bool stream_is_valid(cudaStream_t stream) {
@@ -148,6 +277,8 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
 }
 
 cudaError_t cudaDeviceSynchronize() {
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  ++state().counts.device_syncs;
   return cudaSuccess;
 }
 
@@ -156,6 +287,7 @@ cudaError_t cudaDeviceSynchronize() {
 cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (!ptr) return result(cudaErrorInvalidValue);
   *ptr = nullptr;
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   if (bytes == 0) return cudaSuccess;
   State& s = state();
   std::lock_guard lock(s.mutex);
@@ -171,6 +303,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.allocations.find(static_cast<const char*>(ptr));
@@ -190,34 +323,111 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-                            cudaStream_t stream) {
-  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+cudaError_t cudaMallocHost(void** ptr, size_t bytes) {
+  return cudaHostAlloc(ptr, bytes, cudaHostAllocDefault);
+}
+
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags) {
+  if (!ptr ||
+      (flags & ~(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))) {
+    return result(cudaErrorInvalidValue);
+  }
+  *ptr = nullptr;
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   if (bytes == 0) return cudaSuccess;
+  void* memory = nullptr;
+  if (posix_memalign(&memory, 4096, bytes) != 0) return result(cudaErrorMemoryAllocation);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  s.pinned[static_cast<const char*>(memory)] = bytes;
+  *ptr = memory;
+  return cudaSuccess;
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  if (!ptr) return cudaSuccess;
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (s.pinned.erase(static_cast<const char*>(ptr)) == 0) return result(cudaErrorInvalidValue);
+  std::free(ptr);
+  return cudaSuccess;
+}
+
+namespace {
+
+// A copy's checks; cudaSuccess when it may go ahead.
+cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
   const bool device_dst = kind == cudaMemcpyHostToDevice || kind == cudaMemcpyDeviceToDevice;
   const bool device_src = kind == cudaMemcpyDeviceToHost || kind == cudaMemcpyDeviceToDevice;
   if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault || !dst || !src ||
       (device_dst && !in_device_memory(dst, bytes)) ||
       (device_src && !in_device_memory(src, bytes))) {
-    return result(cudaErrorInvalidValue);
+    return cudaErrorInvalidValue;
+  }
+  return cudaSuccess;
+}
+
+// Whether a copy of `kind` touches host memory that is not pinned: the host
+// then waits for it (CUDA stages pageable memory synchronously).
+bool touches_pageable_memory(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  if (kind == cudaMemcpyHostToDevice) return !is_pinned(src, bytes);
+  if (kind == cudaMemcpyDeviceToHost) return !is_pinned(dst, bytes);
+  return false;
+}
+
+}  // namespace
+
+cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (bytes == 0) return cudaSuccess;
+  if (const cudaError_t error = check_copy(dst, src, bytes, kind); error != cudaSuccess) {
+    return result(error);
+  }
+  ++state().counts.copies;
+  if (touches_pageable_memory(dst, src, bytes, kind)) {
+    if (capture_of(stream) || unsafe_call_forbidden()) {
+      if (const std::shared_ptr<Capture> capture = capture_of(stream)) capture->invalidated = true;
+      return result(cudaErrorStreamCaptureUnsupported);
+    }
+    ++state().counts.blocking_copies;
+  }
+  if (capture_of(stream)) {
+    record(stream, [=] { std::memmove(dst, src, bytes); });
+    return cudaSuccess;
   }
   std::memmove(dst, src, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
-  return cudaMemcpyAsync(dst, src, bytes, kind, nullptr);
+  if (bytes == 0) return cudaSuccess;
+  if (const cudaError_t error = check_copy(dst, src, bytes, kind); error != cudaSuccess) {
+    return result(error);
+  }
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  ++state().counts.copies;
+  if (kind != cudaMemcpyDeviceToDevice) ++state().counts.blocking_copies;
+  std::memmove(dst, src, bytes);
+  return cudaSuccess;
 }
 
 cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t stream) {
   if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
   if (bytes == 0) return cudaSuccess;
   if (!in_device_memory(ptr, bytes)) return result(cudaErrorInvalidValue);
+  ++state().counts.memsets;
+  if (capture_of(stream)) {
+    record(stream, [=] { std::memset(ptr, value, bytes); });
+    return cudaSuccess;
+  }
   std::memset(ptr, value, bytes);
   return cudaSuccess;
 }
 
 cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   return cudaMemsetAsync(ptr, value, bytes, nullptr);
 }
 
@@ -225,7 +435,9 @@ cudaError_t cudaMemset(void* ptr, int value, size_t bytes) {
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   if (!stream || (flags & ~cudaStreamNonBlocking)) return result(cudaErrorInvalidValue);
-  return add_handle(state().streams, stream, new CUstream_st{flags});
+  auto* handle = new CUstream_st;
+  handle->flags = flags;
+  return add_handle(state().streams, stream, handle);
 }
 
 cudaError_t cudaStreamCreate(cudaStream_t* stream) {
@@ -237,25 +449,144 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream) {
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return stream_is_valid(stream) ? cudaSuccess : result(cudaErrorInvalidResourceHandle);
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (const std::shared_ptr<Capture> capture = capture_of(stream)) {
+    capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  ++state().counts.stream_syncs;
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamQuery(cudaStream_t stream) {
-  return cudaStreamSynchronize(stream);
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (const std::shared_ptr<Capture> capture = capture_of(stream)) {
+    capture->invalidated = true;
+    return result(cudaErrorStreamCaptureUnsupported);
+  }
+  return cudaSuccess;
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
   if (!stream_is_valid(stream) || !event_is_live(event)) {
     return result(cudaErrorInvalidResourceHandle);
   }
-  return flags == 0 ? cudaSuccess : result(cudaErrorInvalidValue);
+  if (flags != 0) return result(cudaErrorInvalidValue);
+  if (!stream) return cudaSuccess;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (!event->capture || !s.captures.count(event->capture)) return cudaSuccess;
+  if (!stream->capture) {
+    stream->capture = event->capture;  // joins the capture
+    stream->recorded = stream->joined_at = 0;
+  } else if (stream == stream->capture->origin && event->stream != stream) {
+    event->stream->joined_at = event->stream_recorded;  // joined back into the origin
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode) {
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (!stream || mode < cudaStreamCaptureModeGlobal || mode > cudaStreamCaptureModeRelaxed) {
+    return result(cudaErrorInvalidValue);  // the legacy default stream cannot be captured
+  }
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  if (stream->capture) return result(cudaErrorIllegalState);
+  auto capture = std::make_shared<Capture>();
+  capture->origin = stream;
+  capture->mode = mode;
+  capture->thread = std::this_thread::get_id();
+  stream->capture = capture;
+  stream->recorded = stream->joined_at = 0;
+  s.captures.insert(std::move(capture));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph) {
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (!graph) return result(cudaErrorInvalidValue);
+  *graph = nullptr;
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  const std::shared_ptr<Capture> capture = stream ? stream->capture : nullptr;
+  if (!capture) return result(cudaErrorIllegalState);
+  if (capture->origin != stream) return result(cudaErrorStreamCaptureUnmatched);
+  bool unjoined = false;
+  for (const CUstream_st* other : s.streams) {
+    if (other->capture != capture || other == stream) continue;
+    unjoined = unjoined || other->recorded != other->joined_at;
+  }
+  for (const CUstream_st* other : s.streams) {
+    if (other->capture == capture) const_cast<CUstream_st*>(other)->capture = nullptr;
+  }
+  s.captures.erase(capture);
+  if (capture->invalidated) return result(cudaErrorStreamCaptureInvalidated);
+  if (unjoined) return result(cudaErrorStreamCaptureUnjoined);
+  s.graphs.insert(capture->graph.get());
+  *graph = capture->graph.release();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status) {
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (!status) return result(cudaErrorInvalidValue);
+  const std::shared_ptr<Capture> capture = capture_of(stream);
+  *status = !capture               ? cudaStreamCaptureStatusNone
+            : capture->invalidated ? cudaStreamCaptureStatusInvalidated
+                                   : cudaStreamCaptureStatusActive;
+  return cudaSuccess;
+}
+
+// ---- graphs -------------------------------------------------------------------
+
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags) {
+  if (!exec || flags != 0) return result(cudaErrorInvalidValue);
+  if (!is_live(state().graphs, graph)) return result(cudaErrorInvalidResourceHandle);
+  auto* instance = new CUgraphExec_st{graph->work};
+  return add_handle(state().execs, exec, instance);
+}
+
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
+  if (!is_live(state().execs, exec) || !stream_is_valid(stream)) {
+    return result(cudaErrorInvalidResourceHandle);
+  }
+  ++state().counts.graph_launches;
+  if (capture_of(stream)) {  // a child graph of the capture
+    record(stream, [exec] {
+      for (const std::function<void()>& work : exec->work) work();
+    });
+    return cudaSuccess;
+  }
+  state().counts.graph_nodes_run += exec->work.size();
+  for (const std::function<void()>& work : exec->work) work();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count) {
+  if (!count || nodes) return result(cudaErrorInvalidValue);  // only the count
+  if (!is_live(state().graphs, graph)) return result(cudaErrorInvalidResourceHandle);
+  *count = graph->work.size();
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  return destroy_handle(state().graphs, graph);
+}
+
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec) {
+  return destroy_handle(state().execs, exec);
 }
 
 // ---- events -------------------------------------------------------------------
 
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags) {
   if (!event || (flags & ~cudaEventDisableTiming)) return result(cudaErrorInvalidValue);
-  return add_handle(state().events, event, new CUevent_st{flags, false, {}});
+  auto* handle = new CUevent_st;
+  handle->flags = flags;
+  return add_handle(state().events, event, handle);
 }
 
 cudaError_t cudaEventCreate(cudaEvent_t* event) {
@@ -270,18 +601,40 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event_is_live(event) || !stream_is_valid(stream)) {
     return result(cudaErrorInvalidResourceHandle);
   }
+  std::lock_guard lock(state().mutex);
+  if (stream && stream->capture) {  // a node of the capture, for others to wait on
+    event->capture = stream->capture;
+    event->stream = stream;
+    event->stream_recorded = stream->recorded;
+    return cudaSuccess;
+  }
+  event->capture = nullptr;
   event->recorded = true;
   event->time = std::chrono::steady_clock::now();
   return cudaSuccess;
 }
 
+namespace {
+// Whether `event` was last recorded in a capture that is still in progress.
+bool recorded_in_capture(cudaEvent_t event) {
+  State& s = state();
+  std::lock_guard lock(s.mutex);
+  return event->capture && s.captures.count(event->capture) > 0;
+}
+}  // namespace
+
 // Recorded work is always done: it ran when it was queued.
 cudaError_t cudaEventQuery(cudaEvent_t event) {
-  return event_is_live(event) ? cudaSuccess : result(cudaErrorInvalidResourceHandle);
+  if (!event_is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  return recorded_in_capture(event) ? result(cudaErrorCapturedEvent) : cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
-  return cudaEventQuery(event);
+  if (!event_is_live(event)) return result(cudaErrorInvalidResourceHandle);
+  if (recorded_in_capture(event)) return result(cudaErrorCapturedEvent);
+  if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  ++state().counts.event_syncs;
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) {
@@ -318,8 +671,20 @@ const char* cudaGetErrorName(cudaError_t error) {
       return "cudaErrorInvalidDevice";
     case cudaErrorInvalidResourceHandle:
       return "cudaErrorInvalidResourceHandle";
+    case cudaErrorIllegalState:
+      return "cudaErrorIllegalState";
     case cudaErrorNotReady:
       return "cudaErrorNotReady";
+    case cudaErrorStreamCaptureUnsupported:
+      return "cudaErrorStreamCaptureUnsupported";
+    case cudaErrorStreamCaptureInvalidated:
+      return "cudaErrorStreamCaptureInvalidated";
+    case cudaErrorStreamCaptureUnmatched:
+      return "cudaErrorStreamCaptureUnmatched";
+    case cudaErrorStreamCaptureUnjoined:
+      return "cudaErrorStreamCaptureUnjoined";
+    case cudaErrorCapturedEvent:
+      return "cudaErrorCapturedEvent";
   }
   return "cudaErrorUnknown";
 }
@@ -337,8 +702,20 @@ const char* cudaGetErrorString(cudaError_t error) {
       return "invalid device ordinal";
     case cudaErrorInvalidResourceHandle:
       return "invalid resource handle";
+    case cudaErrorIllegalState:
+      return "the operation cannot be performed in the present state";
     case cudaErrorNotReady:
       return "device not ready";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureUnmatched:
+      return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined:
+      return "capturing stream has unjoined work";
+    case cudaErrorCapturedEvent:
+      return "operation not permitted on an event last recorded in a capturing stream";
   }
   return "unknown error";
 }

@@ -8,18 +8,43 @@
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
 //               whole allocation are caught); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
-//               in a live allocation, else cudaErrorInvalidValue
+//               in a live allocation, else cudaErrorInvalidValue.
+//               cudaMallocHost / cudaHostAlloc give pinned host memory, kept
+//               in a registry of their own: a copy between the device and
+//               host memory that is not pinned makes the host wait on a GPU
+//               (a pageable cudaMemcpyAsync is staged synchronously), so it
+//               is counted as a host synchronization here
 //   streams     every call runs to completion before it returns, so streams
 //               are in order and a synchronization has nothing to wait for;
 //               a stream must have been created and not destroyed
 //   events      record the host time; elapsed time needs two recorded events
 //               created with timing
+//   graphs      stream capture records what is queued on a capturing stream
+//               (kernels, cuBLAS GEMMs, async copies and memsets, graph
+//               launches) instead of running it, in issue order; streams
+//               that wait on an event recorded in the capture join it and
+//               must be joined back (an event recorded on them after their
+//               last work, waited on by the origin stream) before
+//               cudaStreamEndCapture, else cudaErrorStreamCaptureUnjoined.
+//               cudaGraphLaunch replays the recorded work in that order.
+//               CUDA's capture rules are enforced: synchronizing a capturing
+//               stream, and in the global mode any synchronizing, allocating
+//               or blocking call (cudaMalloc, cudaFree, cudaMallocHost,
+//               cudaMemcpy, cudaDeviceSynchronize, cudaStreamSynchronize,
+//               cudaEventSynchronize, a pageable async copy) fails with
+//               cudaErrorStreamCaptureUnsupported and invalidates the
+//               capture, whose end then fails with
+//               cudaErrorStreamCaptureInvalidated
+//   counts      api_counts(): kernel launches and cuBLAS GEMMs issued by the
+//               host, graph launches and the kernels they replay, and every
+//               call that makes the host wait for the device, by kind
 //   errors      a failing call returns its code and leaves it for
 //               cudaGetLastError (per host thread), which clears it; kernel
 //               failures are thrown by the launch (simt.h)
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "kernels/cuda_emu/simt.h"
 
@@ -29,7 +54,13 @@ enum cudaError {
   cudaErrorMemoryAllocation = 2,
   cudaErrorInvalidDevice = 101,
   cudaErrorInvalidResourceHandle = 400,
+  cudaErrorIllegalState = 401,
   cudaErrorNotReady = 600,
+  cudaErrorStreamCaptureUnsupported = 900,
+  cudaErrorStreamCaptureInvalidated = 901,
+  cudaErrorStreamCaptureUnmatched = 903,
+  cudaErrorStreamCaptureUnjoined = 904,
+  cudaErrorCapturedEvent = 907,
 };
 typedef enum cudaError cudaError_t;
 
@@ -51,13 +82,34 @@ enum cudaDeviceAttr {
 typedef enum cudaDataType_t {
   CUDA_R_32F = 0,
   CUDA_R_16F = 2,
+  CUDA_R_16BF = 14,
 } cudaDataType;
 
 struct CUevent_st;
 typedef CUevent_st* cudaEvent_t;
+struct CUgraph_st;
+typedef CUgraph_st* cudaGraph_t;
+struct CUgraphExec_st;
+typedef CUgraphExec_st* cudaGraphExec_t;
+struct CUgraphNode_st;
+typedef CUgraphNode_st* cudaGraphNode_t;
+
+enum cudaStreamCaptureMode {
+  cudaStreamCaptureModeGlobal = 0,
+  cudaStreamCaptureModeThreadLocal = 1,
+  cudaStreamCaptureModeRelaxed = 2,
+};
+
+enum cudaStreamCaptureStatus {
+  cudaStreamCaptureStatusNone = 0,
+  cudaStreamCaptureStatusActive = 1,
+  cudaStreamCaptureStatusInvalidated = 2,
+};
 
 constexpr unsigned cudaStreamDefault = 0x0, cudaStreamNonBlocking = 0x1;
 constexpr unsigned cudaEventDefault = 0x0, cudaEventDisableTiming = 0x2;
+constexpr unsigned cudaHostAllocDefault = 0x0, cudaHostAllocPortable = 0x1,
+                   cudaHostAllocMapped = 0x2, cudaHostAllocWriteCombined = 0x4;
 
 struct cudaDeviceProp {
   char name[256];
@@ -82,6 +134,9 @@ cudaError_t cudaDeviceSynchronize();
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
 cudaError_t cudaFree(void* ptr);
 cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes);
+cudaError_t cudaMallocHost(void** ptr, size_t bytes);
+cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags);
+cudaError_t cudaFreeHost(void* ptr);
 cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
                             cudaStream_t stream = nullptr);
@@ -103,6 +158,17 @@ cudaError_t cudaEventQuery(cudaEvent_t event);
 cudaError_t cudaEventSynchronize(cudaEvent_t event);
 cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end);
 
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, cudaStreamCaptureMode mode);
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t* graph);
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, cudaStreamCaptureStatus* status);
+cudaError_t cudaGraphInstantiate(cudaGraphExec_t* exec, cudaGraph_t graph,
+                                 unsigned long long flags = 0);
+cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
+// Its nodes: with nodes null, *count is set to their number.
+cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
+cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorName(cudaError_t error);
@@ -112,6 +178,26 @@ namespace mpiasr::emu {
 
 // The emulated device's memory: what cudaMemGetInfo reports as total.
 constexpr size_t kDeviceBytes = size_t(4) << 30;
+
+// Calls counted since the start or the last reset_api_counts().
+struct ApiCounts {
+  uint64_t launches = 0;         // kernels and cuBLAS GEMMs issued by the host (captured ones too)
+  uint64_t memsets = 0;          // cudaMemset(Async) issued by the host
+  uint64_t copies = 0;           // cudaMemcpy(Async) issued by the host, of every kind
+  uint64_t graph_launches = 0;   // cudaGraphLaunch
+  uint64_t graph_nodes_run = 0;  // work that graph launches replayed
+  // Calls that make the host wait for the device:
+  uint64_t device_syncs = 0;     // cudaDeviceSynchronize
+  uint64_t stream_syncs = 0;     // cudaStreamSynchronize
+  uint64_t event_syncs = 0;      // cudaEventSynchronize
+  uint64_t blocking_copies = 0;  // cudaMemcpy to or from the host, cudaMemcpyAsync to or from
+                                 // host memory that is not pinned
+  uint64_t host_syncs() const {
+    return device_syncs + stream_syncs + event_syncs + blocking_copies;
+  }
+};
+ApiCounts api_counts();
+void reset_api_counts();
 
 namespace detail {
 // Whether `stream` is the default stream (null) or one created and not destroyed.

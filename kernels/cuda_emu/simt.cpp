@@ -169,6 +169,9 @@ class Runner {
                            int width, const char* name, const std::source_location& where);
   void* shared_variable(const SharedSlot* slot, size_t bytes, size_t alignment, const char* name);
   void* dynamic_shared() { return arena_; }
+  void require(bool ok, const char* what, const std::source_location& where) {
+    if (!ok) fail(std::string(what) + " (" + place(where) + ")");
+  }
 
   // The body of every fiber: runs threads until the runner is destroyed.
   [[noreturn]] void fiber_loop();
@@ -462,7 +465,8 @@ uint64_t Runner::warp_collective(detail::WarpOp op, unsigned mask, uint64_t valu
   while (g < groups_.size() && !(groups_[g].warp == warp && (groups_[g].mask & bit))) ++g;
   if (g == groups_.size()) {
     groups_.push_back({warp, mask, 0, op, name, where});
-  } else if (groups_[g].mask != mask || groups_[g].op != op) {
+  } else if (groups_[g].mask != mask || groups_[g].op != op ||
+             (op == WarpOp::kWmma && std::strcmp(groups_[g].name, name) != 0)) {
     fail(call() + " meets lanes " + hex(groups_[g].arrived) + " waiting in " + groups_[g].name +
          " (" + place(groups_[g].where) + ", mask " + hex(groups_[g].mask) + ")");
   }
@@ -515,6 +519,7 @@ void Runner::complete(const WarpGroup& group) {
       }
       case WarpOp::kBallot:
       case WarpOp::kSyncWarp:
+      case WarpOp::kWmma:
         break;
     }
     if (!(group.mask >> source & 1u)) {
@@ -522,7 +527,8 @@ void Runner::complete(const WarpGroup& group) {
            "): lane " + std::to_string(lane) + " reads lane " + std::to_string(source) +
            ", which is not in the mask");
     }
-    const bool vote = group.op == WarpOp::kBallot || group.op == WarpOp::kSyncWarp;
+    const bool vote =
+        group.op == WarpOp::kBallot || group.op == WarpOp::kSyncWarp || group.op == WarpOp::kWmma;
     thread.result = vote ? ballot : threads_[size_t(base + source)].deposit;
   }
   for (int lane = 0; lane < kWarp; ++lane) {
@@ -678,6 +684,17 @@ void set_schedule(Schedule schedule) {
 
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, void (*body)(const void*), const void* closure) {
+  detail::check_launch(site, grid, block, dynamic_shared_bytes);
+  if (!detail::stream_is_valid(stream)) {
+    launch_failed(site, "the stream was not created or has been destroyed");
+  }
+  detail::count_launch();
+  detail::run_grid(site, grid, block, dynamic_shared_bytes, body, closure);
+}
+
+namespace detail {
+
+void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   if (block.x == 0 || block.y == 0 || block.z == 0 || block.x > kMaxBlock.x ||
       block.y > kMaxBlock.y || block.z > kMaxBlock.z || threads > kMaxThreadsPerBlock) {
@@ -695,10 +712,13 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
                             " bytes of dynamic shared memory, more than the " +
                             std::to_string(kSharedBytesPerBlock) + " a block may have");
   }
-  if (!detail::stream_is_valid(stream)) {
-    launch_failed(site, "the stream was not created or has been destroyed");
-  }
   if (runner.in_block()) launch_failed(site, "launched from inside a kernel");
+}
+
+void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+              void (*body)(const void*), const void* closure) {
+  check_launch(site, grid, block, dynamic_shared_bytes);
+  const uint64_t threads = uint64_t(block.x) * block.y * block.z;
   const Launch launch{grid,    block,        dynamic_shared_bytes,   body,
                       closure, int(threads), schedule_setting.load()};
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
@@ -711,6 +731,8 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
   }
   if (!error.empty()) launch_failed(site, error);
 }
+
+}  // namespace detail
 
 namespace detail {
 
@@ -729,6 +751,10 @@ void* shared_variable(const SharedSlot* slot, size_t bytes, size_t alignment, co
 
 void* dynamic_shared() {
   return kernel_runner("MPIASR_DYNAMIC_SHARED").dynamic_shared();
+}
+
+void require(bool ok, const char* what, const std::source_location& where) {
+  kernel_runner(what).require(ok, what, where);
 }
 
 }  // namespace detail

@@ -11,7 +11,9 @@
 //   __ballot_sync __any_sync __all_sync __syncwarp
 //   atomicAdd Sub Exch Min Max CAS And Or Xor   on int, unsigned, unsigned
 //                                        long long, and Add/Exch on float, double
-//   __half, __half2, float2 and the fp16 intrinsics below (on _Float16)
+//   __half, __half2 and the fp16 intrinsics below (on _Float16);
+//   __nv_bfloat16, __nv_bfloat162 and the bf16 intrinsics below (on the bits)
+//   int2 uint2 float2 int4 uint4 float4 with CUDA's sizes and alignments
 //   math: max/min overloads, rsqrtf, __expf, __logf, __fdividef, __saturatef ...
 //   shared memory and launches through kernels/cuda/launch.h (MPIASR_SHARED,
 //   MPIASR_DYNAMIC_SHARED, MPIASR_LAUNCH), the same lines as the CUDA build
@@ -69,6 +71,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <source_location>
 #include <type_traits>
 
@@ -118,12 +121,35 @@ struct LaunchSite {
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, void (*body)(const void*), const void* closure);
 
+namespace detail {
+// The runtime's side of launches (runtime.cpp): whether `stream` is being
+// captured into a graph, recording work into that graph, and the count of
+// launches the host issued.
+bool stream_is_capturing(cudaStream_t stream);
+void record_work(cudaStream_t stream, std::function<void()> work);
+void count_launch();
+// Throws as launch() does for a bad configuration.
+void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
+// launch() without the stream and the count: what a graph replays.
+void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+              void (*body)(const void*), const void* closure);
+}  // namespace detail
+
+// A launch on a capturing stream is checked now and recorded with a copy of
+// its arguments (as CUDA captures them by value), to run when the graph does.
 template <typename Body>
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, const Body& body) {
-  launch(
-      site, grid, block, dynamic_shared_bytes, stream,
-      [](const void* closure) { (*static_cast<const Body*>(closure))(); }, &body);
+  constexpr auto trampoline = [](const void* closure) { (*static_cast<const Body*>(closure))(); };
+  if (detail::stream_is_capturing(stream)) {
+    detail::check_launch(site, grid, block, dynamic_shared_bytes);
+    detail::count_launch();
+    detail::record_work(stream, [=, copy = body] {
+      detail::run_grid(site, grid, block, dynamic_shared_bytes, trampoline, &copy);
+    });
+    return;
+  }
+  launch(site, grid, block, dynamic_shared_bytes, stream, trampoline, &body);
 }
 
 // The order in which a block's threads start or resume between two barriers:
@@ -142,7 +168,7 @@ namespace detail {
 void* shared_variable(const SharedSlot* slot, size_t bytes, size_t alignment, const char* name);
 void* dynamic_shared();
 
-enum class WarpOp : uint8_t { kShfl, kShflUp, kShflDown, kShflXor, kBallot, kSyncWarp };
+enum class WarpOp : uint8_t { kShfl, kShflUp, kShflDown, kShflXor, kBallot, kSyncWarp, kWmma };
 // The calling lane's part of a warp collective over `mask`: it deposits
 // `value` and waits until every lane of the mask has; returns the value of its
 // source lane (shuffles: from `argument` and `width` as CUDA defines them) or,
@@ -150,6 +176,8 @@ enum class WarpOp : uint8_t { kShfl, kShflUp, kShflDown, kShflXor, kBallot, kSyn
 uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int argument, int width,
                          const char* name, const std::source_location& where);
 void syncthreads(const std::source_location& where);
+// Fails the running kernel with `what` (naming the place) unless `ok`.
+void require(bool ok, const char* what, const std::source_location& where);
 
 template <typename T>
 uint64_t to_bits(T value) {
@@ -319,6 +347,53 @@ inline float atomicExch(float* a, float v) {
   return mpiasr::emu::detail::atomic_float_update(a, v, false);
 }
 
+// ---- vector types (vector_types.h) --------------------------------------------
+// With CUDA's sizes and alignments, so a 128-bit access through uint4 or
+// float4 has the alignment a GPU demands (16 bytes) and a misaligned one is
+// undefined here as there; kernels/cuda loads eight 16-bit values at once
+// through them.
+
+struct alignas(8) int2 {
+  int x, y;
+};
+struct alignas(8) uint2 {
+  unsigned x, y;
+};
+struct alignas(8) float2 {
+  float x, y;
+};
+struct alignas(16) int4 {
+  int x, y, z, w;
+};
+struct alignas(16) uint4 {
+  unsigned x, y, z, w;
+};
+struct alignas(16) float4 {
+  float x, y, z, w;
+};
+static_assert(sizeof(uint2) == 8 && alignof(uint2) == 8 && sizeof(float2) == 8);
+static_assert(sizeof(uint4) == 16 && alignof(uint4) == 16 && sizeof(float4) == 16 &&
+              alignof(float4) == 16 && sizeof(int4) == 16 && alignof(int4) == 16);
+
+inline int2 make_int2(int x, int y) {
+  return {x, y};
+}
+inline uint2 make_uint2(unsigned x, unsigned y) {
+  return {x, y};
+}
+inline float2 make_float2(float x, float y) {
+  return {x, y};
+}
+inline int4 make_int4(int x, int y, int z, int w) {
+  return {x, y, z, w};
+}
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) {
+  return {x, y, z, w};
+}
+inline float4 make_float4(float x, float y, float z, float w) {
+  return {x, y, z, w};
+}
+
 // ---- half precision (cuda_fp16.h) --------------------------------------------
 // __half holds an IEEE binary16 (_Float16); conversions from float round to
 // nearest even, as __float2half_rn does. Arithmetic is done in float and
@@ -337,14 +412,6 @@ struct __half {
 struct alignas(4) __half2 {
   __half x, y;
 };
-
-struct alignas(8) float2 {
-  float x, y;
-};
-
-inline float2 make_float2(float x, float y) {
-  return {x, y};
-}
 
 inline __half __float2half(float f) {
   return __half(f);
@@ -447,6 +514,113 @@ inline __half2 __hfma2(__half2 a, __half2 b, __half2 c) {
 }
 inline __half2 h2exp(__half2 a) {
   return {hexp(a.x), hexp(a.y)};
+}
+
+// ---- bfloat16 (cuda_bf16.h) ----------------------------------------------------
+// __nv_bfloat16 holds the upper 16 bits of an IEEE binary32 (8 exponent bits,
+// 7 fraction bits). From float: round to nearest even on the bits, NaN stays
+// a quiet NaN, values beyond the largest bfloat16 by half an ulp become
+// infinite, as __float2bfloat16_rn; to float: exact. Arithmetic is done in
+// float and rounded once to bfloat16, which gives the correctly rounded result
+// for + - * (float has more than twice bfloat16's precision); fma rounds twice
+// (to float, then to bfloat16), which can differ from a fused result in the
+// last bit.
+
+namespace mpiasr::emu::detail {
+inline uint16_t float_to_bfloat16_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);  // quiet NaN
+  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to the even pattern
+  return uint16_t(u >> 16);
+}
+inline float bfloat16_bits_to_float(uint16_t bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+}  // namespace mpiasr::emu::detail
+
+struct __nv_bfloat16 {
+  __nv_bfloat16() = default;
+  __nv_bfloat16(float f) : bits(mpiasr::emu::detail::float_to_bfloat16_bits(f)) {}
+  operator float() const { return mpiasr::emu::detail::bfloat16_bits_to_float(bits); }
+  uint16_t bits;
+};
+
+struct alignas(4) __nv_bfloat162 {
+  __nv_bfloat16 x, y;
+};
+
+static_assert(sizeof(__nv_bfloat16) == 2 && alignof(__nv_bfloat16) == 2);
+static_assert(sizeof(__nv_bfloat162) == 4 && alignof(__nv_bfloat162) == 4);
+static_assert(sizeof(__half) == 2 && alignof(__half) == 2 && sizeof(__half2) == 4);
+
+inline __nv_bfloat16 __float2bfloat16(float f) {
+  return __nv_bfloat16(f);
+}
+inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  return __nv_bfloat16(f);
+}
+inline float __bfloat162float(__nv_bfloat16 b) {
+  return float(b);
+}
+inline __nv_bfloat162 make_bfloat162(__nv_bfloat16 x, __nv_bfloat16 y) {
+  return {x, y};
+}
+inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 low, __nv_bfloat16 high) {
+  return {low, high};
+}
+inline __nv_bfloat162 __floats2bfloat162_rn(float low, float high) {
+  return {__nv_bfloat16(low), __nv_bfloat16(high)};
+}
+inline __nv_bfloat162 __float2bfloat162_rn(float f) {
+  return {__nv_bfloat16(f), __nv_bfloat16(f)};
+}
+inline float2 __bfloat1622float2(__nv_bfloat162 b) {
+  return {float(b.x), float(b.y)};
+}
+inline float __low2float(__nv_bfloat162 b) {
+  return float(b.x);
+}
+inline float __high2float(__nv_bfloat162 b) {
+  return float(b.y);
+}
+inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __nv_bfloat16(float(a) + float(b));
+}
+inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __nv_bfloat16(float(a) - float(b));
+}
+inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __nv_bfloat16(float(a) * float(b));
+}
+inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
+  return __nv_bfloat16(fmaf(float(a), float(b), float(c)));
+}
+inline __nv_bfloat16 __hneg(__nv_bfloat16 a) {
+  __nv_bfloat16 r = a;
+  r.bits ^= 0x8000u;
+  return r;
+}
+inline __nv_bfloat16 __hmax(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __nv_bfloat16(fmaxf(float(a), float(b)));
+}
+inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) {
+  return __nv_bfloat16(fminf(float(a), float(b)));
+}
+inline bool __hisnan(__nv_bfloat16 a) {
+  return isnan(float(a));
+}
+inline __nv_bfloat162 __hadd2(__nv_bfloat162 a, __nv_bfloat162 b) {
+  return {__hadd(a.x, b.x), __hadd(a.y, b.y)};
+}
+inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b) {
+  return {__hmul(a.x, b.x), __hmul(a.y, b.y)};
+}
+inline __nv_bfloat162 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
+  return {__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)};
 }
 
 // ---- math intrinsics -----------------------------------------------------------

@@ -81,7 +81,9 @@ void run(benchmark::State& state, const char* preset, bool optimizer_step) {
   ConformerConfig config = conformer_preset(preset);
   config.vocab_size = kVocab;
   Conformer<float, float> model(backend, config, kBatch, kFrames, 1);
-  Optimizer<float, float> optimizer(model.params());
+  AdamWConfig adamw;
+  adamw.clip_norm = 5.0;
+  Optimizer<float, float> optimizer(model.params(), adamw);
   const HostBatch batch = realistic_batch();
   uint64_t step = 0;
   for (auto _ : state) {
@@ -90,8 +92,10 @@ void run(benchmark::State& state, const char* preset, bool optimizer_step) {
         model.forward_backward(batch, kBatch * kTokens, 1.0f, true, ++step);
     benchmark::DoNotOptimize(losses.data());
     if (optimizer_step) {
-      optimizer.clip(5.0, optimizer.global_grad_norm());
-      optimizer.step(1e-4f, 1.0f);
+      optimizer.set_step_inputs(1.0, 1e-4f);
+      optimizer.add_grad_sum_squares();
+      optimizer.decide(LossScalerRule{});
+      optimizer.step();
     }
   }
   const double flops = forward_backward_flops(config, kBatch, kFrames);

@@ -67,6 +67,7 @@ TEST(Config, Defaults) {
   EXPECT_EQ(c.tokenizer.model_path, "exp/tokens.txt");
   EXPECT_EQ(to_string(c.checkpoint.fs_mode), "shared");
   EXPECT_EQ(to_string(Precision::kFp16Mixed), "fp16-mixed");
+  EXPECT_EQ(to_string(Precision::kBf16Mixed), "bf16-mixed");
 }
 
 TEST(Config, ParsesAFileThenOverrides) {
@@ -236,6 +237,9 @@ TEST(Config, RangeChecksNameKeyAndValue) {
                   "config key 'training.gpu_reserve_mb' = -1");
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=fp16-mixed"}),
                   "not available with training.device cpu");
+  EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=bf16-mixed"}),
+                  "not available with training.device cpu");
+  EXPECT_EQ(override_error({"--training.device=cuda", "--precision.mode=bf16-mixed"}), "");
   EXPECT_EQ(override_error({"--model.d_model=144", "--model.n_heads=4"}), "");
 }
 

@@ -1,12 +1,14 @@
 // Helpers of the CUDA tests: the skip without a device, one CudaBackend per
-// test process, device arrays owned through the backend, half rounding on the
-// host, and an element-wise closeness check that prints and reports the worst
-// element.
+// activation type and test process, device arrays owned through a backend,
+// rounding to the activation type on the host, tolerances per activation
+// type, the typed suites over both types, and an element-wise closeness check
+// that prints and reports the worst element.
 //
 // The same tests run on a GPU and, in the emulation build (MPIASR_CUDA_EMU),
 // on the CPU through kernels/cuda_emu; kEmulated picks smaller sizes there.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -14,11 +16,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <iomanip>
 #include <memory>
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
@@ -41,21 +45,42 @@ constexpr bool kEmulated = false;
 
 constexpr size_t kTestArenaBytes = kEmulated ? size_t(256) << 20 : size_t(1) << 30;
 
-// The test process's backend on device 0, with a kTestArenaBytes arena.
-inline CudaBackend& backend() {
-  static CudaBackend instance(CudaBackendOptions{.arena_bytes = kTestArenaBytes});
+// The activation types of the CUDA backend, for typed test suites:
+//   MPIASR_CUDA_TYPED_SUITE(CudaCasts);  TYPED_TEST(CudaCasts, Name) { using Act = TypeParam; ... }
+// runs Name as CudaCasts/0 (fp16) and CudaCasts/1 (bf16); ctest names them
+// CudaCasts.Name<__half> and CudaCasts.Name<__nv_bfloat16>.
+using ActTypes = ::testing::Types<__half, __nv_bfloat16>;
+#define MPIASR_CUDA_TYPED_SUITE(suite)     \
+  template <typename Act>                  \
+  class suite : public ::testing::Test {}; \
+  TYPED_TEST_SUITE(suite, ::mpiasr::cuda_test::ActTypes)
+
+// |gpu - cpu| <= atol + rtol |cpu| for a value rounded once to Act: four unit
+// roundoffs (fp16 2^-11, bf16 2^-8), covering one rounding plus float
+// differences in the order of operations; atol the same for values of order
+// 1 that cancel.
+template <typename Act>
+constexpr double kActRtol = std::is_same_v<Act, __half> ? 2e-3 : 1.6e-2;
+template <typename Act>
+constexpr double kActAtol = kActRtol<Act>;
+
+// The test process's backend for Act on device 0, with a kTestArenaBytes arena.
+template <typename Act>
+CudaBackend<Act>& backend() {
+  static CudaBackend<Act> instance(CudaBackendOptions{.arena_bytes = kTestArenaBytes});
   return instance;
 }
 
-// n elements of T in device memory from `be`, released with it.
+// n elements of T in device memory from a backend, released with it.
 template <typename T>
 class DeviceArray {
  public:
-  DeviceArray(CudaBackend& be, size_t n) : be_(&be), n_(n) {
+  template <typename Be>
+  DeviceArray(Be& be, size_t n) : release_([&be](void* p) { be.release(p); }), n_(n) {
     ptr_ = static_cast<T*>(be.alloc(std::max<size_t>(n, 1) * sizeof(T)));
   }
   ~DeviceArray() {
-    if (ptr_) be_->release(ptr_);
+    if (ptr_) release_(ptr_);
   }
   DeviceArray(const DeviceArray&) = delete;
   DeviceArray& operator=(const DeviceArray&) = delete;
@@ -64,10 +89,26 @@ class DeviceArray {
   size_t size() const { return n_; }
 
  private:
-  CudaBackend* be_;
+  std::function<void(void*)> release_;
   size_t n_;
   T* ptr_ = nullptr;
 };
+
+// Host conversions between float and the activation types.
+inline float host_float(__half x) {
+  return __half2float(x);
+}
+inline float host_float(__nv_bfloat16 x) {
+  return __bfloat162float(x);
+}
+template <typename Act>
+Act host_act(float x) {
+  if constexpr (std::is_same_v<Act, __half>) {
+    return __float2half_rn(x);
+  } else {
+    return __float2bfloat16_rn(x);
+  }
+}
 
 inline std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f,
                                         float hi = 1.0f) {
@@ -78,40 +119,44 @@ inline std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0
   return x;
 }
 
-// x rounded to the nearest half and back: the values a half buffer holds.
-inline std::vector<float> rounded_to_half(const std::vector<float>& x) {
+// x rounded to the nearest Act and back: the values an Act buffer holds.
+template <typename Act>
+std::vector<float> rounded(const std::vector<float>& x) {
   std::vector<float> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = __half2float(__float2half_rn(x[i]));
+  for (size_t i = 0; i < x.size(); ++i) out[i] = host_float(host_act<Act>(x[i]));
   return out;
 }
 
-inline std::unique_ptr<DeviceArray<__half>> upload_half(CudaBackend& be,
-                                                        const std::vector<float>& x) {
-  auto array = std::make_unique<DeviceArray<__half>>(be, x.size());
-  std::vector<__half> host(x.size());
-  for (size_t i = 0; i < x.size(); ++i) host[i] = __float2half_rn(x[i]);
-  be.to_device(array->get(), host.data(), host.size() * sizeof(__half));
+// x in device memory as T (float, or rounded to the activation type).
+template <typename T, typename Be>
+std::unique_ptr<DeviceArray<T>> upload(Be& be, const std::vector<float>& x) {
+  auto array = std::make_unique<DeviceArray<T>>(be, x.size());
+  if constexpr (std::is_same_v<T, float>) {
+    be.to_device(array->get(), x.data(), x.size() * sizeof(float));
+  } else {
+    std::vector<T> host(x.size());
+    for (size_t i = 0; i < x.size(); ++i) host[i] = host_act<T>(x[i]);
+    be.to_device(array->get(), host.data(), host.size() * sizeof(T));
+  }
   return array;
 }
 
-inline std::unique_ptr<DeviceArray<float>> upload_float(CudaBackend& be,
-                                                        const std::vector<float>& x) {
-  auto array = std::make_unique<DeviceArray<float>>(be, x.size());
-  be.to_device(array->get(), x.data(), x.size() * sizeof(float));
-  return array;
+template <typename Be>
+std::unique_ptr<DeviceArray<float>> upload_float(Be& be, const std::vector<float>& x) {
+  return upload<float>(be, x);
 }
 
-inline std::vector<float> download(CudaBackend& be, const __half* ptr, size_t n) {
-  std::vector<__half> host(n);
-  be.to_host(host.data(), ptr, n * sizeof(__half));
+// n values of T from device memory, as float.
+template <typename T, typename Be>
+std::vector<float> download(Be& be, const T* ptr, size_t n) {
   std::vector<float> out(n);
-  for (size_t i = 0; i < n; ++i) out[i] = __half2float(host[i]);
-  return out;
-}
-
-inline std::vector<float> download(CudaBackend& be, const float* ptr, size_t n) {
-  std::vector<float> out(n);
-  be.to_host(out.data(), ptr, n * sizeof(float));
+  if constexpr (std::is_same_v<T, float>) {
+    be.to_host(out.data(), ptr, n * sizeof(float));
+  } else {
+    std::vector<T> host(n);
+    be.to_host(host.data(), ptr, n * sizeof(T));
+    for (size_t i = 0; i < n; ++i) out[i] = host_float(host[i]);
+  }
   return out;
 }
 

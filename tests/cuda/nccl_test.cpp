@@ -103,7 +103,8 @@ TEST(NcclBootstrap, WorldAndNodeCommunicatorsSum) {
   MPIASR_SKIP_WITHOUT_CUDA();
   const Context ctx = test::test_context();
   const int device = select_cuda_device(ctx);
-  CudaBackend be(CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  CudaBackend<__half> be(
+      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
   NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
   NcclCommunicator node = NcclCommunicator::create(ctx, ctx.node_comm(), "node");
   EXPECT_EQ(world.size(), ctx.world_size());
@@ -159,7 +160,8 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   MPIASR_SKIP_WITHOUT_CUDA();
   const Context ctx = test::test_context();
   const int device = select_cuda_device(ctx);
-  CudaBackend be(CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  CudaBackend<__half> be(
+      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
   NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
   const Layout layout = make_layout({300, 5, 4096, 70, 1, 100000, 64, 999});
   cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);

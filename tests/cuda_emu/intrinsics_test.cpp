@@ -1,7 +1,9 @@
-// The emulator's fp16 type and math intrinsics (kernels/cuda_emu/simt.h)
-// against references written from IEEE 754 binary16 itself: a decoder of the
-// bit pattern, round-to-nearest-even by search over all finite halves, and
-// double arithmetic (exact for sums and products of halves).
+// The emulator's fp16 and bf16 types, its vector types and math intrinsics
+// (kernels/cuda_emu/simt.h) against references written from the formats
+// themselves: a decoder of the bit pattern, round-to-nearest-even by search
+// over all finite values of the format, and double arithmetic (exact for
+// sums and products of halves and of bfloat16).
+#include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
@@ -180,6 +182,180 @@ TEST(Half, FunctionsWithinOneUlp) {
     }
     EXPECT_LE(ulps(hsqrt(h), std::sqrt(x)), 1) << x;
   }
+}
+
+// ---- bfloat16 ------------------------------------------------------------------
+
+uint16_t bits_of(__nv_bfloat16 b) {
+  uint16_t u;
+  std::memcpy(&u, &b, sizeof u);
+  return u;
+}
+
+__nv_bfloat16 bfloat16_of(uint16_t u) {
+  __nv_bfloat16 b;
+  std::memcpy(&b, &u, sizeof b);
+  return b;
+}
+
+// sign, 8 exponent bits (bias 127), 7 fraction bits; exponent 0 is subnormal.
+double decode_bfloat16(uint16_t u) {
+  const int sign = u >> 15, exponent = (u >> 7) & 255, fraction = u & 127;
+  double magnitude;
+  if (exponent == 255) {
+    magnitude = fraction ? std::numeric_limits<double>::quiet_NaN()
+                         : std::numeric_limits<double>::infinity();
+  } else if (exponent == 0) {
+    magnitude = std::ldexp(double(fraction), -133);
+  } else {
+    magnitude = std::ldexp(double(128 + fraction), exponent - 134);
+  }
+  return sign ? -magnitude : magnitude;
+}
+
+// x rounded to the nearest bfloat16, ties to the even pattern, by search over
+// the finite non-negative patterns; at or beyond the largest finite value
+// plus half an ulp it is infinite.
+uint16_t round_to_bfloat16(double x) {
+  if (std::isnan(x)) return 0x7fc0;
+  const uint16_t sign = std::signbit(x) ? 0x8000 : 0;
+  const double a = std::fabs(x);
+  const double largest = decode_bfloat16(0x7f7f);
+  if (a >= largest + std::ldexp(1.0, 127 - 8)) return sign | 0x7f80;
+  uint16_t lo = 0, hi = 0x7f7f;  // decode(lo) <= a < decode(hi + 1) by bisection
+  while (lo < hi) {
+    const uint16_t mid = uint16_t((lo + hi + 1) / 2);
+    if (decode_bfloat16(mid) <= a) {
+      lo = mid;
+    } else {
+      hi = uint16_t(mid - 1);
+    }
+  }
+  if (lo == 0x7f7f) return sign | lo;
+  const double d_lo = a - decode_bfloat16(lo), d_hi = decode_bfloat16(uint16_t(lo + 1)) - a;
+  if (d_lo < d_hi) return sign | lo;
+  if (d_hi < d_lo) return sign | uint16_t(lo + 1);
+  return sign | ((lo & 1) ? uint16_t(lo + 1) : lo);
+}
+
+TEST(Bfloat16, EveryPatternConvertsToItsExactFloat) {
+  for (uint32_t u = 0; u < 65536; ++u) {
+    const double expected = decode_bfloat16(uint16_t(u));
+    const float got = __bfloat162float(bfloat16_of(uint16_t(u)));
+    if (std::isnan(expected)) {
+      EXPECT_TRUE(std::isnan(got)) << u;
+    } else {
+      EXPECT_EQ(double(got), expected) << u;
+      EXPECT_EQ(std::signbit(got), std::signbit(expected)) << u;
+    }
+  }
+}
+
+// Every finite bfloat16, every midpoint between neighbours (a tie) and the
+// floats just beside each midpoint round as round-to-nearest-even says; NaN
+// stays NaN.
+TEST(Bfloat16, FloatsRoundToNearestEven) {
+  std::vector<float> probes = {0.0f, 1e-45f, std::numeric_limits<float>::max(),
+                               std::numeric_limits<float>::infinity()};
+  for (uint32_t u = 0; u < 0x7f7f; ++u) {
+    const float lo = float(decode_bfloat16(uint16_t(u)));
+    const float hi = float(decode_bfloat16(uint16_t(u + 1)));
+    const float mid = float((double(lo) + double(hi)) / 2);  // exact in float
+    probes.insert(probes.end(), {lo, mid, std::nextafter(mid, 0.0f), std::nextafter(mid, hi)});
+  }
+  for (float p : probes) {
+    for (float x : {p, -p}) {
+      ASSERT_EQ(bits_of(__float2bfloat16_rn(x)), round_to_bfloat16(x)) << x;
+      ASSERT_EQ(bits_of(__float2bfloat16(x)), round_to_bfloat16(x)) << x;
+      ASSERT_EQ(bits_of(__nv_bfloat16(x)), round_to_bfloat16(x)) << x;
+    }
+  }
+  const __nv_bfloat16 nan = __float2bfloat16_rn(std::numeric_limits<float>::quiet_NaN());
+  EXPECT_TRUE(__hisnan(nan));
+  EXPECT_TRUE(std::isnan(__bfloat162float(nan)));
+  // A signalling NaN whose payload lies in the discarded bits stays a NaN.
+  uint32_t signalling = 0x7f800001u;
+  float snan;
+  std::memcpy(&snan, &signalling, sizeof snan);
+  EXPECT_TRUE(__hisnan(__float2bfloat16_rn(snan)));
+}
+
+TEST(Bfloat16, ArithmeticIsCorrectlyRounded) {
+  std::mt19937 random(11);
+  std::uniform_int_distribution<int> pattern(0, 0x7f7f);
+  int fma_off_by_one = 0;
+  for (int i = 0; i < 20000; ++i) {
+    // Exponents near each other, so sums round (and do not only keep the larger).
+    const uint16_t ua = uint16_t(pattern(random) | (random() % 2 ? 0x8000 : 0));
+    const int exponent_step = int(random() % 9) - 4;
+    const int magnitude_b =
+        (int(ua & 0x7f80) + exponent_step * 0x80 + int(random() & 0x7f)) & 0x7fff;
+    const uint16_t ub = uint16_t(magnitude_b | (random() % 2 ? 0x8000 : 0));
+    const uint16_t uc = uint16_t(pattern(random));
+    const __nv_bfloat16 a = bfloat16_of(ua), b = bfloat16_of(ub), c = bfloat16_of(uc);
+    const double x = decode_bfloat16(ua), y = decode_bfloat16(ub), z = decode_bfloat16(uc);
+    if (!std::isfinite(x) || !std::isfinite(y)) continue;
+    EXPECT_EQ(bits_of(__hadd(a, b)), round_to_bfloat16(x + y)) << x << " + " << y;
+    EXPECT_EQ(bits_of(__hsub(a, b)), round_to_bfloat16(x - y)) << x << " - " << y;
+    EXPECT_EQ(bits_of(__hmul(a, b)), round_to_bfloat16(x * y)) << x << " * " << y;
+    // Rounded twice (float, then bfloat16): within one ulp, and rarely off.
+    const int fma_error = std::abs(int(bits_of(__hfma(a, b, c)) & 0x7fff) -
+                                   int(round_to_bfloat16(std::fma(x, y, z)) & 0x7fff));
+    EXPECT_LE(fma_error, 1) << x << " * " << y << " + " << z;
+    fma_off_by_one += fma_error;
+    EXPECT_EQ(bits_of(__hneg(a)), uint16_t(ua ^ 0x8000));
+    EXPECT_EQ(bits_of(__hmax(a, b)), x >= y ? ua : ub);
+    EXPECT_EQ(bits_of(__hmin(a, b)), x <= y ? ua : ub);
+
+    const __nv_bfloat162 p = __halves2bfloat162(a, b), q = make_bfloat162(c, a);
+    const __nv_bfloat162 sum = __hadd2(p, q), product = __hmul2(p, q), fused = __hfma2(p, q, p);
+    EXPECT_EQ(bits_of(sum.x), bits_of(__hadd(a, c)));
+    EXPECT_EQ(bits_of(sum.y), bits_of(__hadd(b, a)));
+    EXPECT_EQ(bits_of(product.x), bits_of(__hmul(a, c)));
+    EXPECT_EQ(bits_of(fused.y), bits_of(__hfma(b, a, b)));
+    const float2 f = __bfloat1622float2(p);
+    EXPECT_EQ(double(f.x), x);
+    EXPECT_EQ(double(f.y), y);
+    EXPECT_EQ(double(__low2float(p)), x);
+    EXPECT_EQ(double(__high2float(p)), y);
+  }
+  EXPECT_LT(fma_off_by_one, 20);
+  const __nv_bfloat162 pair = __floats2bfloat162_rn(0.1f, -3.3f);
+  const __nv_bfloat162 same = __float2bfloat162_rn(0.1f);
+  EXPECT_EQ(bits_of(pair.x), round_to_bfloat16(double(0.1f)));
+  EXPECT_EQ(bits_of(pair.y), round_to_bfloat16(double(-3.3f)));
+  EXPECT_EQ(bits_of(same.y), round_to_bfloat16(double(0.1f)));
+}
+
+// The 16-bit and vector types have CUDA's sizes and alignments, so a 128-bit
+// access through uint4 / float4 moves exactly eight 16-bit values.
+TEST(VectorTypes, SizesAlignmentsAndFields) {
+  static_assert(sizeof(__half) == 2 && sizeof(__nv_bfloat16) == 2);
+  static_assert(sizeof(__half2) == 4 && alignof(__half2) == 4);
+  static_assert(sizeof(__nv_bfloat162) == 4 && alignof(__nv_bfloat162) == 4);
+  static_assert(sizeof(int2) == 8 && alignof(int2) == 8 && sizeof(uint2) == 8 &&
+                alignof(uint2) == 8 && sizeof(float2) == 8 && alignof(float2) == 8);
+  static_assert(sizeof(int4) == 16 && alignof(int4) == 16 && sizeof(uint4) == 16 &&
+                alignof(uint4) == 16 && sizeof(float4) == 16 && alignof(float4) == 16);
+  const uint4 u = make_uint4(1, 2, 3, 4);
+  const float4 f = make_float4(0.5f, 1.5f, 2.5f, 3.5f);
+  const int4 i = make_int4(-1, -2, -3, -4);
+  const int2 i2 = make_int2(5, -6);
+  const uint2 u2 = make_uint2(7, 8);
+  const float2 f2 = make_float2(9.0f, -10.0f);
+  EXPECT_EQ(u.x + u.y + u.z + u.w, 10u);
+  EXPECT_EQ(f.w, 3.5f);
+  EXPECT_EQ(i.z, -3);
+  EXPECT_EQ(i2.y, -6);
+  EXPECT_EQ(u2.x, 7u);
+  EXPECT_EQ(f2.y, -10.0f);
+  // Eight bfloat16 through one uint4, in memory order.
+  alignas(16) __nv_bfloat16 values[8];
+  for (int k = 0; k < 8; ++k) values[k] = __float2bfloat16_rn(float(k) - 3.0f);
+  const uint4 bits = *reinterpret_cast<const uint4*>(values);
+  alignas(16) __nv_bfloat16 back[8];
+  *reinterpret_cast<uint4*>(back) = bits;
+  for (int k = 0; k < 8; ++k) EXPECT_EQ(__bfloat162float(back[k]), float(k) - 3.0f);
 }
 
 TEST(MathIntrinsics, MatchTheirDefinitions) {

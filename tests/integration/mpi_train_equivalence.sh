@@ -31,22 +31,11 @@ for run in two_ranks accumulation one_rank; do
   expect_line "$work/$run.log" '^training done: 10 steps' "$run"
 done
 
-/usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
-import json, math, struct, sys
+PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/lib" /usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
+import json, math, sys
 
-def tensors(path):
-    """name -> list of floats, read from a safetensors file (F32 only)."""
-    data = open(path, "rb").read()
-    (length,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + length])
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        assert info["dtype"] == "F32", (name, info["dtype"])
-        begin, end = info["data_offsets"]
-        out[name] = struct.unpack(f"<{(end - begin) // 4}f", data[8 + length + begin:8 + length + end])
-    return out
+from safetensors_f32 import tensors
+
 
 def max_relative_difference(a, b):
     assert a.keys() == b.keys(), sorted(a.keys() ^ b.keys())

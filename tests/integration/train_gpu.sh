@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The mpiasr program on GPUs (fp16-mixed on the CUDA backend), on the same
+# The mpiasr program on GPUs (bf16/fp16-mixed on the CUDA backend), on the same
 # 60-utterance corpus as train_e2e.sh: `tiny` trains 300 steps with
 # training.device = cuda and its loss falls as on the CPU; a checkpoint of the
 # GPU run resumes; eval (CPU) reads the GPU run's fp32 masters; with two or
@@ -41,7 +41,7 @@ out="$work/tiny"
   --training.max_steps=300 --training.epochs=1000 --training.log_every=25 \
   --validation.every_steps=150 --checkpoint.every_steps=150 > "$work/train.log" 2>&1 ||
   { tail -20 "$work/train.log"; fail "train exited with $?"; }
-grep -q '^backend: cuda-fp16' "$work/train.log" || fail "the run did not use the CUDA backend"
+grep -qE '^backend: cuda-(bf16|fp16)' "$work/train.log" || fail "the run did not use the CUDA backend"
 grep -q '^training done: 300 steps' "$work/train.log" || fail "no 'training done' line"
 python3 - "$out/metrics.jsonl" << 'PY' || fail "loss did not fall"
 import json, sys

@@ -1,6 +1,6 @@
-// ReLU, Swish and GLU against their formulas written here with std::exp, their
-// backward passes against central differences, sigmoid's range safety, and
-// float against double.
+// ReLU, Swish (with the dropout after it) and GLU against their formulas
+// written here with std::exp, their backward passes against central
+// differences, sigmoid's range safety, and float against double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "kernels/activations.h"
+#include "kernels/cpu/activations.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/philox.h"
 #include "tests/kernels/gradient_check.h"
 
 namespace mpiasr {
@@ -82,12 +84,17 @@ TEST(Activations, ForwardMatchesFormulas) {
   const auto x = inputs_away_from_zero(n, rng);
   CpuBackend<double> backend(2);
   std::vector<double> relu_out(n), swish_out(n), glu_out(size_t(N) * C);
-  backend.relu_forward(relu_out.data(), x.data(), n);
-  backend.swish_forward(swish_out.data(), x.data(), n);
+  std::vector<double> swish_dropped(n);
+  cpu_relu_forward(relu_out.data(), x.data(), n);
+  backend.swish_dropout_forward(swish_out.data(), x.data(), 0.0f, 5, 8, n);
+  backend.swish_dropout_forward(swish_dropped.data(), x.data(), 0.2f, 5, 8, n);
   backend.glu_forward(glu_out.data(), x.data(), N, C);
   for (size_t i = 0; i < n; ++i) {
     EXPECT_EQ(relu_out[i], x[i] > 0 ? x[i] : 0.0);
-    EXPECT_NEAR(swish_out[i], x[i] * reference_sigmoid(x[i]), 1e-15);
+    const double swish = x[i] * reference_sigmoid(x[i]);
+    EXPECT_NEAR(swish_out[i], swish, 1e-15);
+    EXPECT_NEAR(swish_dropped[i], dropout_keep(5, 8 + i, 0.2f) ? swish / (1.0 - double(0.2f)) : 0.0,
+                1e-15);
   }
   for (int r = 0; r < N; ++r)
     for (int c = 0; c < C; ++c)
@@ -105,18 +112,21 @@ TEST(Activations, BackwardMatchesFiniteDifferences) {
   std::vector<double> out(n), dx(n);
 
   auto relu_loss = [&] {
-    backend.relu_forward(out.data(), x.data(), n);
+    cpu_relu_forward(out.data(), x.data(), n);
     return testing::dot(g, out);
   };
   backend.relu_backward(dx.data(), g.data(), x.data(), n);
   EXPECT_LT(relative_error(dx, testing::numeric_gradient(x, relu_loss)), kGradTolerance);
 
-  auto swish_loss = [&] {
-    backend.swish_forward(out.data(), x.data(), n);
-    return testing::dot(g, out);
-  };
-  backend.swish_backward(dx.data(), g.data(), x.data(), n);
-  EXPECT_LT(relative_error(dx, testing::numeric_gradient(x, swish_loss)), kGradTolerance);
+  for (float p : {0.0f, 0.3f}) {
+    auto swish_loss = [&] {
+      backend.swish_dropout_forward(out.data(), x.data(), p, 6, 2, n);
+      return testing::dot(g, out);
+    };
+    backend.swish_dropout_backward(dx.data(), g.data(), x.data(), p, 6, 2, n);
+    EXPECT_LT(relative_error(dx, testing::numeric_gradient(x, swish_loss)), kGradTolerance)
+        << "p=" << p;
+  }
 
   std::vector<double> glu_out(size_t(N) * C);
   auto glu_loss = [&] {
@@ -137,11 +147,11 @@ TEST(Activations, FloatMatchesDouble) {
   CpuBackend<float> f(2);
   std::vector<double> out_d(n), dx_d(n);
   std::vector<float> out_f(n), dx_f(n);
-  d.swish_forward(out_d.data(), x.data(), n);
-  f.swish_forward(out_f.data(), x_f.data(), n);
+  d.swish_dropout_forward(out_d.data(), x.data(), 0.1f, 3, 0, n);
+  f.swish_dropout_forward(out_f.data(), x_f.data(), 0.1f, 3, 0, n);
   EXPECT_LT(relative_error(testing::to_double(out_f), out_d), testing::kFloatTolerance);
-  d.swish_backward(dx_d.data(), g.data(), x.data(), n);
-  f.swish_backward(dx_f.data(), g_f.data(), x_f.data(), n);
+  d.swish_dropout_backward(dx_d.data(), g.data(), x.data(), 0.1f, 3, 0, n);
+  f.swish_dropout_backward(dx_f.data(), g_f.data(), x_f.data(), 0.1f, 3, 0, n);
   EXPECT_LT(relative_error(testing::to_double(dx_f), dx_d), testing::kFloatTolerance);
   d.glu_forward(out_d.data(), x.data(), N, C);
   f.glu_forward(out_f.data(), x_f.data(), N, C);

@@ -3,19 +3,31 @@
 //   w -= lr * ( (m / (1 - b1^t)) / (sqrt(v / (1 - b2^t)) + eps) + wd * w )
 // with constants exact in binary (lr 0.125, b1 0.5, b2 0.75, eps 0.125,
 // wd 0.25), so float and double runs see the same hyper-parameters; plus the
-// gradient-norm and non-finite helpers.
+// gradient-norm helper.
 #include "kernels/cpu/adamw.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <limits>
 #include <vector>
 
 namespace mpiasr {
 namespace {
 
 constexpr float kLr = 0.125f, kBeta1 = 0.5f, kBeta2 = 0.75f, kEps = 0.125f, kWd = 0.25f;
+
+// The coefficients of step t (bias corrections 1 - beta^t) with this grad_scale.
+template <typename Real>
+AdamWCoefficients<Real> coefficients(int t, float grad_scale) {
+  return {Real(kLr),
+          Real(kBeta1),
+          Real(kBeta2),
+          Real(kEps),
+          Real(kWd),
+          Real(grad_scale),
+          Real(1.0 - std::pow(double(kBeta1), t)),
+          Real(1.0 - std::pow(double(kBeta2), t))};
+}
 
 // Step 1, w = (1, -2, 0.5), g = (0.25, -0.5, 0); 1 - b1 = 0.5, 1 - b2 = 0.25:
 //   m = (0.125, -0.25, 0)        v = (0.015625, 0.0625, 0)
@@ -44,16 +56,16 @@ template <typename Real>
 void check_two_steps(double tolerance) {
   std::vector<Real> w = {1, -2, 0.5}, w_act(3, Real(7)), m(3, 0), v(3, 0);
   const std::vector<Real> g1 = {0.25, -0.5, 0}, g2 = {0.25, 0.5, -0.125};
-  cpu_adamw_step<Real>(w.data(), w_act.data(), g1.data(), m.data(), v.data(), 3, kLr, kBeta1,
-                       kBeta2, kEps, kWd, 1, 1.0f);
+  cpu_adamw_step<Real>(w.data(), w_act.data(), g1.data(), m.data(), v.data(), 3,
+                       coefficients<Real>(1, 1.0f));
   for (int i = 0; i < 3; ++i) {
     EXPECT_NEAR(w[i], kW1[i], tolerance) << i;
     EXPECT_NEAR(m[i], kM1[i], tolerance) << i;
     EXPECT_NEAR(v[i], kV1[i], tolerance) << i;
     EXPECT_EQ(w_act[i], w[i]) << i;
   }
-  cpu_adamw_step<Real>(w.data(), w_act.data(), g2.data(), m.data(), v.data(), 3, kLr, kBeta1,
-                       kBeta2, kEps, kWd, 2, 1.0f);
+  cpu_adamw_step<Real>(w.data(), w_act.data(), g2.data(), m.data(), v.data(), 3,
+                       coefficients<Real>(2, 1.0f));
   for (int i = 0; i < 3; ++i) {
     EXPECT_NEAR(w[i], kW2[i], tolerance) << i;
     EXPECT_NEAR(m[i], kM2[i], tolerance) << i;
@@ -73,8 +85,8 @@ TEST(AdamW, WeightDecayIsDecoupled) {
   // Zero gradient: the moments stay 0 and w shrinks by exactly (1 - lr wd).
   std::vector<double> w = {1.5, -4.0, 0.0}, m(3, 0), v(3, 0);
   const std::vector<double> g(3, 0.0);
-  cpu_adamw_step<double>(w.data(), nullptr, g.data(), m.data(), v.data(), 3, kLr, kBeta1, kBeta2,
-                         kEps, kWd, 1, 1.0f);
+  cpu_adamw_step<double>(w.data(), nullptr, g.data(), m.data(), v.data(), 3,
+                         coefficients<double>(1, 1.0f));
   const double shrink = 1.0 - 0.125 * 0.25;
   EXPECT_EQ(w[0], 1.5 * shrink);
   EXPECT_EQ(w[1], -4.0 * shrink);
@@ -91,21 +103,15 @@ TEST(AdamW, GradScaleUnscalesGradients) {
   std::vector<float> w1 = {1, -2, 0.5}, m1(3, 0), v1(3, 0);
   std::vector<float> w2 = w1, m2(3, 0), v2(3, 0);
   const std::vector<float> g = {0.25, -0.5, 0.0625}, g_scaled = {256, -512, 64};
-  cpu_adamw_step<float>(w1.data(), nullptr, g.data(), m1.data(), v1.data(), 3, kLr, kBeta1, kBeta2,
-                        kEps, kWd, 1, 1.0f);
-  cpu_adamw_step<float>(w2.data(), w2.data(), g_scaled.data(), m2.data(), v2.data(), 3, kLr, kBeta1,
-                        kBeta2, kEps, kWd, 1, 1.0f / 1024);
+  cpu_adamw_step<float>(w1.data(), nullptr, g.data(), m1.data(), v1.data(), 3,
+                        coefficients<float>(1, 1.0f));
+  cpu_adamw_step<float>(w2.data(), w2.data(), g_scaled.data(), m2.data(), v2.data(), 3,
+                        coefficients<float>(1, 1.0f / 1024));
   for (int i = 0; i < 3; ++i) {
     EXPECT_EQ(w2[i], w1[i]);
     EXPECT_EQ(m2[i], m1[i]);
     EXPECT_EQ(v2[i], v1[i]);
   }
-}
-
-TEST(AdamW, StepCountsFromOne) {
-  std::vector<float> w(1, 1), m(1, 0), v(1, 0), g(1, 1);
-  EXPECT_ANY_THROW(cpu_adamw_step<float>(w.data(), nullptr, g.data(), m.data(), v.data(), 1, kLr,
-                                         kBeta1, kBeta2, kEps, kWd, 0, 1.0f));
 }
 
 TEST(SumSquares, MatchesClosedForm) {
@@ -125,30 +131,6 @@ TEST(SumSquares, AccumulatesInDouble) {
   std::vector<float> g(n, 0.1f);
   const double expected = double(n) * double(0.1f) * double(0.1f);
   EXPECT_NEAR(cpu_sum_squares<float>(g.data(), n), expected, 1e-9 * expected);
-}
-
-template <typename Real>
-void check_nonfinite() {
-  const Real nan = std::numeric_limits<Real>::quiet_NaN();
-  const Real inf = std::numeric_limits<Real>::infinity();
-  std::vector<Real> g(1000, Real(0.5));
-  g[17] = std::numeric_limits<Real>::max();
-  g[18] = std::numeric_limits<Real>::denorm_min();
-  EXPECT_FALSE(cpu_has_nonfinite<Real>(g.data(), g.size()));
-  for (Real bad : {nan, inf, -inf}) {
-    for (size_t at : {size_t(0), size_t(500), size_t(999)}) {
-      std::vector<Real> h = g;
-      h[at] = bad;
-      EXPECT_TRUE(cpu_has_nonfinite<Real>(h.data(), h.size())) << bad << " at " << at;
-    }
-  }
-}
-
-TEST(HasNonfinite, FindsNanAndInfinityFloat) {
-  check_nonfinite<float>();
-}
-TEST(HasNonfinite, FindsNanAndInfinityDouble) {
-  check_nonfinite<double>();
 }
 
 }  // namespace

@@ -1,9 +1,8 @@
-// Attention pieces: the head split with rotary embedding against the rotation
-// written here from its definition (angles pos * 10000^(-2i/Dh), pairs (i, i + Dh/2)),
-// its norm preservation and relative-position property; the key-masked softmax
-// (padded keys get exactly zero weight, padded scores change nothing); the head
-// merge as a permutation; every backward against central differences; float
-// against double.
+// Fused attention (kernels/cpu/attention.h): the forward against its
+// definition written out here (RoPE from its angles pos * 10000^(-2i/Dh) on
+// the pairs (i, i + Dh/2), softmax over the valid keys, weighted sum), padded
+// keys inert with zero gradient, the backward against central differences,
+// float against double, and the argument checks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -46,200 +45,158 @@ void reference_split_rope(std::vector<double>& q, std::vector<double>& k, std::v
       }
 }
 
-TEST(QkvSplitRope, ForwardMatchesTheRotationByDefinition) {
-  const int B = 3, T = 50, H = 4, Dh = 36;  // above the parallel threshold
-  std::mt19937_64 rng(61);
-  const auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const size_t n = size_t(B) * H * T * Dh;
-  std::vector<double> eq(n), ek(n), ev(n);
-  reference_split_rope(eq, ek, ev, qkv, B, T, H, Dh);
-  for (int threads : {1, 2}) {
-    CpuBackend<double> backend(threads);
-    std::vector<double> q(n), k(n), v(n);
-    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-    EXPECT_LT(relative_error(q, eq), 1e-14);
-    EXPECT_LT(relative_error(k, ek), 1e-14);
-    EXPECT_EQ(v, ev);
-  }
-}
-
-TEST(QkvSplitRope, PreservesNormsAndDotProductsDependOnlyOnOffset) {
-  const int B = 1, T = 40, H = 2, Dh = 16;
-  std::mt19937_64 rng(62);
-  // The same raw q and k vectors at every frame.
-  const auto raw = random_vector(size_t(3) * H * Dh, rng);
-  std::vector<double> qkv;
-  for (int t = 0; t < T; ++t) qkv.insert(qkv.end(), raw.begin(), raw.end());
+// out [B, T, H, Dh] and lse [B, H, T] of the attention from its
+// definition: q, k, v by reference_split_rope, then per (b, h, t) the softmax
+// over the keys s < L of scale q_t . k_s and the weighted sum of v_s.
+void reference_attention(std::vector<double>& out, std::vector<double>& lse,
+                         const std::vector<double>& qkv, const std::vector<int32_t>& lengths, int B,
+                         int T, int H, int Dh, double scale) {
   const size_t n = size_t(B) * H * T * Dh;
   std::vector<double> q(n), k(n), v(n);
-  CpuBackend<double> backend(1);
-  backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-  auto head = [&](const std::vector<double>& x, int h, int t) { return &x[(h * T + t) * Dh]; };
-  auto dot = [&](const double* a, const double* b) {
-    double s = 0;
-    for (int i = 0; i < Dh; ++i) s += a[i] * b[i];
-    return s;
-  };
-  for (int h = 0; h < H; ++h) {
-    const double* raw_q = &raw[h * Dh];
-    for (int t = 0; t < T; ++t) {
-      EXPECT_NEAR(dot(head(q, h, t), head(q, h, t)), dot(raw_q, raw_q), 1e-12);
-    }
-    for (int m = 0; m + 7 < T; m += 5) {
-      // q_m . k_n depends only on m - n: compare with the pair shifted by 7.
-      for (int n_pos : {0, 3, m}) {
-        if (n_pos + 7 >= T) continue;
-        EXPECT_NEAR(dot(head(q, h, m), head(k, h, n_pos)),
-                    dot(head(q, h, m + 7), head(k, h, n_pos + 7)), 1e-12)
-            << "m=" << m << " n=" << n_pos;
+  reference_split_rope(q, k, v, qkv, B, T, H, Dh);
+  out.assign(n, 0.0);
+  lse.assign(size_t(B) * H * T, -INFINITY);
+  for (int b = 0; b < B; ++b) {
+    const int L = lengths[size_t(b)];
+    for (int h = 0; h < H; ++h) {
+      const size_t head = (size_t(b) * H + h) * T * Dh;
+      for (int t = 0; t < T; ++t) {
+        if (L == 0) continue;
+        std::vector<double> score(static_cast<size_t>(L));
+        double max = -INFINITY;
+        for (int s = 0; s < L; ++s) {
+          double dot = 0;
+          for (int d = 0; d < Dh; ++d)
+            dot += q[head + size_t(t) * Dh + d] * k[head + size_t(s) * Dh + d];
+          score[size_t(s)] = scale * dot;
+          max = std::max(max, score[size_t(s)]);
+        }
+        double sum = 0;
+        for (double x : score) sum += std::exp(x - max);
+        lse[(size_t(b) * H + h) * T + t] = max + std::log(sum);
+        for (int d = 0; d < Dh; ++d) {
+          double acc = 0;
+          for (int s = 0; s < L; ++s) {
+            acc += std::exp(score[size_t(s)] - max) / sum * v[head + size_t(s) * Dh + d];
+          }
+          out[((size_t(b) * T + t) * H + h) * Dh + d] = acc;
+        }
       }
     }
-    // At position 0 nothing is rotated.
-    for (int i = 0; i < Dh; ++i) EXPECT_EQ(head(q, h, 0)[i], raw_q[i]);
   }
 }
 
-TEST(QkvSplitRope, BackwardMatchesFiniteDifferences) {
-  const int B = 2, T = 5, H = 2, Dh = 4;
-  std::mt19937_64 rng(63);
-  auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const size_t n = size_t(B) * H * T * Dh;
-  const auto gq = random_vector(n, rng), gk = random_vector(n, rng), gv = random_vector(n, rng);
-  CpuBackend<double> backend(1);
-  std::vector<double> q(n), k(n), v(n);
-  auto loss = [&] {
-    backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), B, T, H, Dh);
-    return testing::dot(gq, q) + testing::dot(gk, k) + testing::dot(gv, v);
-  };
-  std::vector<double> dqkv(qkv.size(), 99.0);
-  backend.qkv_split_rope_backward(dqkv.data(), gq.data(), gk.data(), gv.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(dqkv, testing::numeric_gradient(qkv, loss)), kGradTolerance);
-}
-
-TEST(QkvSplitRope, RejectsOddHeadSize) {
-  CpuBackend<double> backend(1);
-  std::vector<double> qkv(3 * 3), q(3), k(3), v(3);
-  EXPECT_THROW(backend.qkv_split_rope_forward(q.data(), k.data(), v.data(), qkv.data(), 1, 1, 1, 3),
-               Error);
-}
-
-TEST(MaskedSoftmax, PaddedKeysGetExactlyZeroAndChangeNothing) {
-  const int B = 3, H = 2, T = 80;  // above the parallel threshold
-  const std::vector<int32_t> lengths = {80, 17, 1};
-  std::mt19937_64 rng(64);
-  auto scores = random_vector(size_t(B) * H * T * T, rng, -5.0, 5.0);
+// Utterances of full, partial, single-frame and zero length; one and two threads.
+TEST(Attention, ForwardMatchesTheDefinition) {
+  const int B = 4, T = 50, H = 3, Dh = 36;  // above the parallel threshold
+  const std::vector<int32_t> lengths = {50, 23, 1, 0};
+  const double scale = double(float(1.0 / std::sqrt(double(Dh))));  // the backend takes a float
+  std::mt19937_64 rng(70);
+  const auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng, -2.0, 2.0);
+  std::vector<double> expected_out, expected_lse;
+  reference_attention(expected_out, expected_lse, qkv, lengths, B, T, H, Dh, scale);
   for (int threads : {1, 2}) {
     CpuBackend<double> backend(threads);
-    std::vector<double> probs(scores.size(), 99.0);
-    backend.masked_softmax_forward(probs.data(), scores.data(), lengths.data(), B, H, T);
-    for (int b = 0; b < B; ++b)
-      for (int h = 0; h < H; ++h)
-        for (int t = 0; t < T; ++t) {
-          const size_t row = ((size_t(b) * H + h) * T + t) * T;
-          double max = -1e300, sum = 0;
-          for (int s = 0; s < lengths[b]; ++s) max = std::max(max, scores[row + s]);
-          for (int s = 0; s < lengths[b]; ++s) sum += std::exp(scores[row + s] - max);
-          for (int s = 0; s < T; ++s) {
-            if (s >= lengths[b]) {
-              EXPECT_EQ(probs[row + s], 0.0);
-            } else {
-              EXPECT_NEAR(probs[row + s], std::exp(scores[row + s] - max) / sum, 1e-15);
-            }
-          }
-        }
-    // Changing the scores of padded keys changes nothing, bit for bit.
-    auto changed = scores;
-    for (int b = 0; b < B; ++b)
-      for (size_t r = 0; r < size_t(H) * T; ++r)
-        for (int s = lengths[b]; s < T; ++s) changed[(size_t(b) * H * T + r) * T + s] = 1e6;
-    std::vector<double> probs2(scores.size());
-    backend.masked_softmax_forward(probs2.data(), changed.data(), lengths.data(), B, H, T);
-    EXPECT_EQ(probs2, probs);
+    std::vector<double> out(expected_out.size(), 99.0), lse(expected_lse.size(), 99.0);
+    backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh,
+                              float(scale));
+    EXPECT_LT(relative_error(out, expected_out), 1e-13);
+    for (size_t i = 0; i < lse.size(); ++i) {
+      if (std::isinf(expected_lse[i])) {
+        EXPECT_EQ(lse[i], expected_lse[i]) << i;  // no valid key: -inf, and zero output
+      } else {
+        EXPECT_NEAR(lse[i], expected_lse[i], 1e-13 * std::abs(expected_lse[i])) << i;
+      }
+    }
   }
 }
 
-TEST(MaskedSoftmax, BackwardMatchesFiniteDifferences) {
-  const int B = 2, H = 2, T = 5;
-  const std::vector<int32_t> lengths = {5, 3};
-  std::mt19937_64 rng(65);
-  auto scores = random_vector(size_t(B) * H * T * T, rng, -2.0, 2.0);
-  const auto g = random_vector(scores.size(), rng);
+// The keys and values of padded frames change nothing, and get zero gradient.
+TEST(Attention, PaddedKeysChangeNothingAndGetZeroGradient) {
+  const int B = 2, T = 9, H = 2, Dh = 6;
+  const std::vector<int32_t> lengths = {9, 4};
+  std::mt19937_64 rng(71);
+  auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
+  const auto g = random_vector(size_t(B) * T * H * Dh, rng);
   CpuBackend<double> backend(1);
-  std::vector<double> probs(scores.size());
-  auto loss = [&] {
-    backend.masked_softmax_forward(probs.data(), scores.data(), lengths.data(), B, H, T);
-    return testing::dot(g, probs);
+  std::vector<double> out(g.size()), lse(size_t(B) * H * T), dqkv(qkv.size(), 99.0);
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh, 0.5f);
+  backend.attention_backward(dqkv.data(), g.data(), out.data(), lse.data(), qkv.data(),
+                             lengths.data(), B, T, H, Dh, 0.5f);
+  auto at = [&](int b, int t, int part, int h, int d) {
+    return (((size_t(b) * T + t) * 3 + part) * H + h) * Dh + d;
   };
-  loss();
-  std::vector<double> dscores(scores.size(), 99.0);
-  backend.masked_softmax_backward(dscores.data(), g.data(), probs.data(), B, H, T);
-  EXPECT_LT(relative_error(dscores, testing::numeric_gradient(scores, loss)), kGradTolerance);
+  const std::vector<double> before = out;
+  for (int t = lengths[1]; t < T; ++t) {
+    for (int part : {1, 2}) {
+      for (int h = 0; h < H; ++h) {
+        for (int d = 0; d < Dh; ++d) {
+          EXPECT_EQ(dqkv[at(1, t, part, h, d)], 0.0);
+          qkv[at(1, t, part, h, d)] = 1e3;
+        }
+      }
+    }
+  }
+  backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh, 0.5f);
+  EXPECT_EQ(out, before);
 }
 
-TEST(MaskedSoftmax, RejectsLengthBeyondFrames) {
+TEST(Attention, BackwardMatchesFiniteDifferences) {
+  const int B = 3, T = 7, H = 2, Dh = 4;
+  const std::vector<int32_t> lengths = {7, 4, 0};
+  std::mt19937_64 rng(72);
+  auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
+  const auto g = random_vector(size_t(B) * T * H * Dh, rng);
   CpuBackend<double> backend(1);
-  std::vector<double> x(4), p(4);
-  const int32_t lengths[] = {3};
-  EXPECT_THROW(backend.masked_softmax_forward(p.data(), x.data(), lengths, 1, 1, 2), Error);
-}
-
-TEST(MergeHeads, IsTheHeadPermutationAndBackwardInvertsIt) {
-  const int B = 2, T = 30, H = 4, Dh = 80;  // above the parallel threshold
-  std::mt19937_64 rng(66);
-  const auto ctx = random_vector(size_t(B) * H * T * Dh, rng);
-  CpuBackend<double> backend(2);
-  std::vector<double> out(ctx.size()), back(ctx.size());
-  backend.merge_heads_forward(out.data(), ctx.data(), B, T, H, Dh);
-  for (int b = 0; b < B; ++b)
-    for (int t = 0; t < T; ++t)
-      for (int h = 0; h < H; ++h)
-        for (int d = 0; d < Dh; ++d)
-          ASSERT_EQ(out[((size_t(b) * T + t) * H + h) * Dh + d],
-                    ctx[((size_t(b) * H + h) * T + t) * Dh + d]);
-  // A permutation's gradient is its inverse permutation.
-  backend.merge_heads_backward(back.data(), out.data(), B, T, H, Dh);
-  EXPECT_EQ(back, ctx);
-}
-
-TEST(MergeHeads, BackwardMatchesFiniteDifferences) {
-  const int B = 2, T = 3, H = 2, Dh = 4;
-  std::mt19937_64 rng(68);
-  auto ctx = random_vector(size_t(B) * H * T * Dh, rng);
-  const auto g = random_vector(ctx.size(), rng);
-  CpuBackend<double> backend(1);
-  std::vector<double> out(ctx.size()), dctx(ctx.size(), 99.0);
+  std::vector<double> out(g.size()), lse(size_t(B) * H * T), dqkv(qkv.size(), 99.0);
   auto loss = [&] {
-    backend.merge_heads_forward(out.data(), ctx.data(), B, T, H, Dh);
+    backend.attention_forward(out.data(), lse.data(), qkv.data(), lengths.data(), B, T, H, Dh,
+                              0.7f);
     return testing::dot(g, out);
   };
-  backend.merge_heads_backward(dctx.data(), g.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(dctx, testing::numeric_gradient(ctx, loss)), kGradTolerance);
+  loss();
+  backend.attention_backward(dqkv.data(), g.data(), out.data(), lse.data(), qkv.data(),
+                             lengths.data(), B, T, H, Dh, 0.7f);
+  EXPECT_LT(relative_error(dqkv, testing::numeric_gradient(qkv, loss)), kGradTolerance);
 }
 
 TEST(Attention, FloatMatchesDouble) {
   const int B = 2, H = 4, T = 50, Dh = 36;
   const std::vector<int32_t> lengths = {50, 31};
-  std::mt19937_64 rng(67);
+  std::mt19937_64 rng(73);
   const auto qkv = random_vector(size_t(B) * T * 3 * H * Dh, rng);
-  const auto scores = random_vector(size_t(B) * H * T * T, rng, -4.0, 4.0);
-  const auto g = random_vector(scores.size(), rng);
-  const size_t n = size_t(B) * H * T * Dh;
+  const auto g = random_vector(size_t(B) * T * H * Dh, rng);
+  const float scale = 1.0f / 6.0f;
   CpuBackend<double> d(2);
   CpuBackend<float> f(2);
-  std::vector<double> q_d(n), k_d(n), v_d(n), p_d(scores.size()), ds_d(scores.size());
-  std::vector<float> q_f(n), k_f(n), v_f(n), p_f(scores.size()), ds_f(scores.size());
-  const auto qkv_f = testing::to_float(qkv), scores_f = testing::to_float(scores),
-             g_f = testing::to_float(g);
-  d.qkv_split_rope_forward(q_d.data(), k_d.data(), v_d.data(), qkv.data(), B, T, H, Dh);
-  f.qkv_split_rope_forward(q_f.data(), k_f.data(), v_f.data(), qkv_f.data(), B, T, H, Dh);
-  EXPECT_LT(relative_error(testing::to_double(q_f), q_d), testing::kFloatTolerance);
-  EXPECT_LT(relative_error(testing::to_double(k_f), k_d), testing::kFloatTolerance);
-  d.masked_softmax_forward(p_d.data(), scores.data(), lengths.data(), B, H, T);
-  f.masked_softmax_forward(p_f.data(), scores_f.data(), lengths.data(), B, H, T);
-  EXPECT_LT(relative_error(testing::to_double(p_f), p_d), testing::kFloatTolerance);
-  d.masked_softmax_backward(ds_d.data(), g.data(), p_d.data(), B, H, T);
-  f.masked_softmax_backward(ds_f.data(), g_f.data(), p_f.data(), B, H, T);
-  EXPECT_LT(relative_error(testing::to_double(ds_f), ds_d), testing::kFloatTolerance);
+  std::vector<double> out_d(g.size()), lse_d(size_t(B) * H * T), dqkv_d(qkv.size());
+  std::vector<float> out_f(g.size()), lse_f(lse_d.size()), dqkv_f(qkv.size());
+  const auto qkv_f = testing::to_float(qkv), g_f = testing::to_float(g);
+  d.attention_forward(out_d.data(), lse_d.data(), qkv.data(), lengths.data(), B, T, H, Dh, scale);
+  f.attention_forward(out_f.data(), lse_f.data(), qkv_f.data(), lengths.data(), B, T, H, Dh, scale);
+  EXPECT_LT(relative_error(testing::to_double(out_f), out_d), testing::kFloatTolerance);
+  EXPECT_LT(relative_error(testing::to_double(lse_f), lse_d), testing::kFloatTolerance);
+  d.attention_backward(dqkv_d.data(), g.data(), out_d.data(), lse_d.data(), qkv.data(),
+                       lengths.data(), B, T, H, Dh, scale);
+  f.attention_backward(dqkv_f.data(), g_f.data(), out_f.data(), lse_f.data(), qkv_f.data(),
+                       lengths.data(), B, T, H, Dh, scale);
+  EXPECT_LT(relative_error(testing::to_double(dqkv_f), dqkv_d), testing::kFloatTolerance);
+}
+
+TEST(Attention, RejectsOddHeadSizeAndLengthsBeyondFrames) {
+  CpuBackend<double> backend(1);
+  std::vector<double> qkv(size_t(2) * 3 * 1 * 3), out(6), lse(2), dqkv(qkv.size());
+  const int32_t fine = 2, too_long = 3;
+  EXPECT_THROW(
+      backend.attention_forward(out.data(), lse.data(), qkv.data(), &fine, 1, 2, 1, 3, 1.0f),
+      Error);
+  std::vector<double> qkv4(size_t(2) * 3 * 4), out4(8), dqkv4(qkv4.size());
+  EXPECT_THROW(
+      backend.attention_forward(out4.data(), lse.data(), qkv4.data(), &too_long, 1, 2, 1, 4, 1.0f),
+      Error);
+  EXPECT_THROW(backend.attention_backward(dqkv4.data(), out4.data(), out4.data(), lse.data(),
+                                          qkv4.data(), &too_long, 1, 2, 1, 4, 1.0f),
+               Error);
 }
 
 }  // namespace

@@ -1,11 +1,13 @@
 // Conv2d 3x3 stride 2 (channels-last, PyTorch weight layout) against a naive
 // seven-loop convolution, and its backward against central differences; the
 // shapes cover odd and even sizes, one input channel, and images with several
-// chunks so both backward phases and the multi-thread paths run.
+// chunks so both backward phases and the multi-thread paths run; with relu the
+// output is max(conv + bias, 0).
 #include "kernels/cpu/conv2d.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -58,10 +60,14 @@ TEST_P(Conv2dForward, MatchesNaiveConvolutionOnOneAndTwoThreads) {
   const auto expected = naive_conv2d(inp, w, bias, c);
   for (int threads : {1, 2}) {
     CpuBackend<double> backend(threads);
-    std::vector<double> out(out_size(c), 99.0);
+    std::vector<double> out(out_size(c), 99.0), relu_out(out_size(c), 99.0);
     backend.conv2d_forward(out.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W,
-                           c.Cout);
+                           c.Cout, false);
     EXPECT_LT(relative_error(out, expected), 1e-14) << threads << " threads";
+    // With relu: max(conv + bias, 0) of the same values.
+    backend.conv2d_forward(relu_out.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W,
+                           c.Cout, true);
+    for (size_t i = 0; i < out.size(); ++i) ASSERT_EQ(relu_out[i], std::max(out[i], 0.0)) << i;
   }
 }
 
@@ -82,7 +88,7 @@ TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
   auto loss = [&] {
     std::vector<double> out(out_size(c));
     backend.conv2d_forward(out.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W,
-                           c.Cout);
+                           c.Cout, false);
     return testing::dot(g, out);
   };
   std::vector<double> dinp(inp.size(), 99.0);
@@ -132,13 +138,14 @@ TEST(Conv2d, FloatMatchesDouble) {
   CpuBackend<float> f(2);
   std::vector<double> out_d(out_size(c)), dinp_d(inp.size()), dw_d(w.size(), 0.0);
   std::vector<float> out_f(out_size(c)), dinp_f(inp.size()), dw_f(w.size(), 0.0f);
-  d.conv2d_forward(out_d.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W, c.Cout);
+  d.conv2d_forward(out_d.data(), inp.data(), w.data(), bias.data(), c.B, c.Cin, c.H, c.W, c.Cout,
+                   false);
   d.conv2d_backward(dinp_d.data(), dw_d.data(), nullptr, g.data(), inp.data(), w.data(), c.B, c.Cin,
                     c.H, c.W, c.Cout);
   const auto inp_f = testing::to_float(inp), w_f = testing::to_float(w),
              bias_f = testing::to_float(bias), g_f = testing::to_float(g);
   f.conv2d_forward(out_f.data(), inp_f.data(), w_f.data(), bias_f.data(), c.B, c.Cin, c.H, c.W,
-                   c.Cout);
+                   c.Cout, false);
   f.conv2d_backward(dinp_f.data(), dw_f.data(), nullptr, g_f.data(), inp_f.data(), w_f.data(), c.B,
                     c.Cin, c.H, c.W, c.Cout);
   EXPECT_LT(relative_error(testing::to_double(out_f), out_d), testing::kFloatTolerance);
@@ -149,8 +156,9 @@ TEST(Conv2d, FloatMatchesDouble) {
 TEST(Conv2d, RejectsInputSmallerThanTheKernel) {
   CpuBackend<double> backend(1);
   std::vector<double> inp(2 * 5), w(9), out(4);
-  EXPECT_THROW(backend.conv2d_forward(out.data(), inp.data(), w.data(), nullptr, 1, 1, 2, 5, 1),
-               Error);
+  EXPECT_THROW(
+      backend.conv2d_forward(out.data(), inp.data(), w.data(), nullptr, 1, 1, 2, 5, 1, false),
+      Error);
 }
 
 }  // namespace

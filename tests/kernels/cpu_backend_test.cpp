@@ -7,7 +7,6 @@
 #include <omp.h>
 
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <random>
 #include <string>
@@ -66,33 +65,52 @@ TEST(CpuBackend, ForwardsLossAndOptimizerCalls) {
   backend.log_softmax_forward(lp.data(), logits.data(), B * T, V);
   const std::vector<int32_t> targets = {1, 2, 3, 4, 4}, target_lengths = {3, 2},
                              input_lengths = {6, 4};
-  const std::vector<double> scale = {0.5, 0.25};
+  const std::vector<double> scale = {0.5, 0.0};
   std::vector<double> losses(B), expected_losses(B), d(lp.size()), expected_d(lp.size());
+  // The loss scale multiplies the gradient (a power of two: exactly); the sum
+  // takes the utterances whose scale is not 0, in order.
+  const float loss_scale = 8.0f;
+  double loss_sum = 0.5;
   backend.ctc_loss(losses.data(), d.data(), lp.data(), targets.data(), target_lengths.data(),
-                   input_lengths.data(), scale.data(), B, T, V);
+                   input_lengths.data(), scale.data(), &loss_scale, &loss_sum, B, T, V);
   cpu_ctc_loss<double>(expected_losses.data(), expected_d.data(), lp.data(), targets.data(),
                        target_lengths.data(), input_lengths.data(), scale.data(), B, T, V);
   EXPECT_EQ(losses, expected_losses);
+  for (double& x : expected_d) x *= 8.0;
   EXPECT_EQ(d, expected_d);
-  // AdamW, sum of squares, non-finite check.
+  double expected_sum = 0.5;
+  for (int b = 0; b < B; ++b) expected_sum += scale[size_t(b)] != 0.0 ? expected_losses[b] : 0.0;
+  EXPECT_EQ(loss_sum, expected_sum);
+  // AdamW and the sum of squares.
   const size_t n = 100;
   const auto g = testing::random_vector(n, rng);
   auto w = testing::random_vector(n, rng), m = std::vector<double>(n, 0.0), v = m;
   auto w2 = w, m2 = m, v2 = v;
   std::vector<double> w_act(n);
-  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), n, 1e-3f, 0.9f, 0.98f,
-                     1e-9f, 1e-3f, 1, 0.5f);
-  cpu_adamw_step<double>(w2.data(), nullptr, g.data(), m2.data(), v2.data(), n, 1e-3f, 0.9f, 0.98f,
-                         1e-9f, 1e-3f, 1, 0.5f);
+  StepControl control;
+  control.lr = 1e-3f;
+  double sum = 0.25;
+  backend.add_sum_squares(&sum, g.data(), n);
+  EXPECT_DOUBLE_EQ(sum, 0.25 + testing::dot(g, g));
+  control.grad_sum_squares = sum;
+  StepRule rule;
+  backend.decide_step(&control, rule);
+  ASSERT_EQ(control.apply, 1);
+  const AdamWHyper hyper{0.9f, 0.98f, 1e-9f};
+  const AdamWSegment segment{0, n, 0, 1e-3f};
+  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), &segment, 1, n, hyper,
+                     &control);
+  cpu_adamw_step<double>(w2.data(), nullptr, g.data(), m2.data(), v2.data(), n,
+                         adamw_coefficients<double>(control, hyper, 1e-3f));
   EXPECT_EQ(w, w2);
   EXPECT_EQ(w_act, w2);
   EXPECT_EQ(m, m2);
   EXPECT_EQ(v, v2);
-  EXPECT_DOUBLE_EQ(backend.sum_squares(g.data(), n), testing::dot(g, g));
-  EXPECT_FALSE(backend.has_nonfinite(g.data(), n));
-  auto bad = g;
-  bad[17] = std::numeric_limits<double>::quiet_NaN();
-  EXPECT_TRUE(backend.has_nonfinite(bad.data(), n));
+  control.apply = 0;  // a skipped step changes nothing
+  backend.adamw_step(w.data(), w_act.data(), g.data(), m.data(), v.data(), &segment, 1, n, hyper,
+                     &control);
+  EXPECT_EQ(w, w2);
+  EXPECT_EQ(m, m2);
 }
 
 }  // namespace

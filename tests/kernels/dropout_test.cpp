@@ -1,7 +1,8 @@
 // Philox4x32-10 against the known-answer vectors of Random123 (tests/kat_vectors),
 // the layout of the dropout stream, and dropout built on it: the mask depends only on (seed, offset
 // + i), so it is the same for any thread count and any split of a tensor; the keep rate matches 1 -
-// p; kept values are scaled by 1 / (1 - p); the backward pass applies the same mask.
+// p; kept values are scaled by 1 / (1 - p); a residual branch's gradient applies the same mask as
+// its forward sum, against central differences.
 #include "kernels/philox.h"
 
 #include <gtest/gtest.h>
@@ -56,9 +57,10 @@ TEST(Philox, DropoutBitsAreTheHalvesOfTheBlockWords) {
 
 std::vector<float> dropout(int threads, const std::vector<float>& x, float p, uint64_t seed,
                            uint64_t offset) {
+  // The gradient of a residual branch with scale 1 is the dropout of the incoming gradient.
   CpuBackend<float> backend(threads);
   std::vector<float> out(x.size());
-  backend.dropout_forward(out.data(), x.data(), p, seed, offset, x.size());
+  backend.residual_dropout_backward(out.data(), x.data(), 1.0f, p, seed, offset, x.size());
   return out;
 }
 
@@ -103,34 +105,50 @@ TEST(Dropout, ZeroProbabilityCopiesAndOneZeroes) {
   EXPECT_THROW(dropout(1, x, 1.5f, 3, 0), Error);
 }
 
-TEST(Dropout, BackwardAppliesTheSameMask) {
-  const size_t n = 5000;
-  std::mt19937_64 rng(51);
-  const auto x = testing::random_vector(n, rng), g = testing::random_vector(n, rng);
-  CpuBackend<double> backend(2);
-  std::vector<double> out(n), dx(n);
-  backend.dropout_forward(out.data(), x.data(), 0.3f, 9, 11, n);
-  backend.dropout_backward(dx.data(), g.data(), 0.3f, 9, 11, n);
-  for (size_t i = 0; i < n; ++i) {
-    // d out[i] / d x[i] is the same factor (0 or 1 / (1 - p)) for both.
-    EXPECT_DOUBLE_EQ(dx[i] * x[i], out[i] * g[i]) << i;
-  }
+// x = base + scale Dropout(branch) as residual_layernorm_forward writes it.
+std::vector<double> residual_sum(CpuBackend<double>& backend, const std::vector<double>& base,
+                                 const std::vector<double>& branch, float scale, float p,
+                                 uint64_t seed, uint64_t offset, int N, int C) {
+  std::vector<double> x(base.size()), out(base.size()), mean(N), rstd(N);
+  backend.residual_layernorm_forward(x.data(), out.data(), mean.data(), rstd.data(), base.data(),
+                                     branch.data(), scale, p, seed, offset, nullptr, nullptr, N, C,
+                                     1e-5f);
+  return x;
 }
 
-TEST(Dropout, BackwardMatchesFiniteDifferences) {
-  const size_t n = 64;
+TEST(Dropout, ResidualSumFollowsTheMask) {
+  const int N = 50, C = 100;
+  const size_t n = size_t(N) * C;
+  std::mt19937_64 rng(51);
+  const auto base = testing::random_vector(n, rng), branch = testing::random_vector(n, rng);
+  CpuBackend<double> backend(2);
+  const auto x = residual_sum(backend, base, branch, 0.5f, 0.3f, 9, 11, N, C);
+  for (size_t i = 0; i < n; ++i) {
+    const double dropped = dropout_keep(9, 11 + i, 0.3f) ? branch[i] / (1.0 - double(0.3f)) : 0.0;
+    EXPECT_NEAR(x[i], base[i] + 0.5 * dropped, 1e-15) << i;
+  }
+  // p = 0: the plain sum.
+  const auto plain = residual_sum(backend, base, branch, 0.5f, 0.0f, 9, 11, N, C);
+  for (size_t i = 0; i < n; ++i) EXPECT_EQ(plain[i], base[i] + 0.5 * branch[i]) << i;
+}
+
+TEST(Dropout, ResidualBranchGradientMatchesFiniteDifferences) {
+  const int N = 4, C = 16;
+  const size_t n = size_t(N) * C;
   std::mt19937_64 rng(52);
-  auto x = testing::random_vector(n, rng);
-  const auto g = testing::random_vector(n, rng);
+  const auto base = testing::random_vector(n, rng), g = testing::random_vector(n, rng);
+  auto branch = testing::random_vector(n, rng);
   CpuBackend<double> backend(1);
-  std::vector<double> out(n), dx(n);
-  auto loss = [&] {
-    backend.dropout_forward(out.data(), x.data(), 0.25f, 4, 3, n);
-    return testing::dot(g, out);
-  };
-  backend.dropout_backward(dx.data(), g.data(), 0.25f, 4, 3, n);
-  EXPECT_LT(testing::relative_error(dx, testing::numeric_gradient(x, loss)),
-            testing::kGradTolerance);
+  for (float p : {0.0f, 0.25f}) {
+    auto loss = [&] {
+      return testing::dot(g, residual_sum(backend, base, branch, 0.5f, p, 4, 3, N, C));
+    };
+    std::vector<double> dbranch(n);
+    backend.residual_dropout_backward(dbranch.data(), g.data(), 0.5f, p, 4, 3, n);
+    EXPECT_LT(testing::relative_error(dbranch, testing::numeric_gradient(branch, loss)),
+              testing::kGradTolerance)
+        << "p=" << p;
+  }
 }
 
 }  // namespace

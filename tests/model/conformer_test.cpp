@@ -245,7 +245,6 @@ TEST_F(ConformerTest, PlannedForTheBatchShapesItWillSee) {
   const BatchShapes shapes({{6, 60}, {1, 300}});
   // T2(60) = 14, T2(300) = 74: rows max(6 x 14, 74) = 84, not 6 x 74 = 444.
   EXPECT_EQ(shapes.rows(), 84u);
-  EXPECT_EQ(shapes.score_rows(), 74u * 74u);
   EXPECT_EQ(shapes.input_rows(), 360u);
   Conformer<double, double> planned(backend_, tiny_config(), shapes, 7);
   Conformer<double, double> largest(backend_, tiny_config(), 6, 300, 7);

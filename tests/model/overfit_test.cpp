@@ -68,12 +68,13 @@ Training train(const HostBatch& batch, int steps, Division division = Division::
   ConformerConfig config = conformer_preset("tiny");
   config.vocab_size = kVocab;
   Conformer<float, float> model(backend, config, kUtterances, kMaxFrames, 1);
-  Optimizer<float, float> optimizer(model.params());
+  AdamWConfig adamw;
+  adamw.clip_norm = 5.0;
+  Optimizer<float, float> optimizer(model.params(), adamw);
   double tokens = 0.0;
   for (int b = 0; b < batch.batch_size; ++b) tokens += batch.target_lengths[size_t(b)];
   tokens *= 1.0 + divisor_nudge;
   const bool before = division == Division::kBeforeBackward;
-  const float unscale = before ? 1.0f : float(1.0 / tokens);
 
   Training run;
   for (int step = 0; step < (steps < 0 ? kMaxSteps : steps); ++step) {
@@ -83,10 +84,12 @@ Training train(const HostBatch& batch, int steps, Division division = Division::
     double loss = 0.0;
     for (double l : losses) loss += l;
     run.losses.push_back(loss / tokens);
-    run.grad_norms.push_back(optimizer.global_grad_norm(unscale));
-    optimizer.clip(5.0, run.grad_norms.back());
     const float warmup = std::min(1.0f, float(step + 1) / 20.0f);
-    optimizer.step(3e-3f * warmup, unscale);
+    optimizer.set_step_inputs(before ? 1.0 : tokens, 3e-3f * warmup);
+    optimizer.add_grad_sum_squares();
+    optimizer.decide(LossScalerRule{});
+    optimizer.step();
+    run.grad_norms.push_back(optimizer.read_control().grad_norm);
     if (steps < 0 && run.losses.back() <= 0.1 * run.losses.front()) break;
   }
   ParameterStore<float, float>& params = model.params();

@@ -3,7 +3,10 @@
 // of marks a bucket has been handed out exactly when it and every bucket
 // before it are fully marked (the model keeps one flag per element, the end
 // of each mark rounded up to the alignment); end_step hands out the rest; and
-// misuse throws naming the reducer.
+// misuse throws naming the reducer. Sharded (ZeRO-1): every bucket is a
+// multiple of shards x alignment, its W pieces tile it in rank order, and each
+// rank's pieces fill its compact storage [0, count / W) in order, one after
+// the other; a buffer that cannot be cut so is refused.
 #include "mpi/bucket_plan.h"
 
 #include <gtest/gtest.h>
@@ -92,6 +95,64 @@ TEST(BucketPlan, BucketsStartInOrderExactlyWhenCompletelyMarked) {
       std::iota(in_order.begin(), in_order.end(), 0);
       EXPECT_EQ(handed_out, in_order) << "trial " << trial;
     }
+  }
+}
+
+TEST(BucketPlan, ShardsCutEveryBucketIntoEqualPiecesThatFillEachRanksStorage) {
+  for (size_t shards : {1, 2, 3, 4, 7}) {
+    for (size_t alignment : {1, 64}) {
+      const size_t granule = shards * alignment;
+      for (size_t granules : {0, 1, 2, 5, 40, 41}) {
+        const size_t count = granules * granule;
+        // F and B that are not multiples of the granule: rounded up when sharded.
+        const size_t first = granule + 1, rest = 3 * granule - 1;
+        const BucketPlan plan(count, rest * 4, first * 4, alignment, "Reducer", shards);
+        ASSERT_EQ(plan.shards(), shards);
+        ASSERT_EQ(plan.shard_elements(), count / shards);
+        const auto expected = shards > 1 ? expected_buckets(count, 2 * granule, 3 * granule)
+                                         : expected_buckets(count, first, rest);
+        ASSERT_EQ(plan.num_buckets(), expected.size()) << count;
+        std::vector<int> owner(count, -1);
+        for (size_t b = 0; b < expected.size(); ++b) {
+          ASSERT_EQ(plan.bucket_range(b), expected[b]);
+          const auto [begin, size] = expected[b];
+          EXPECT_TRUE(shards == 1 || size % granule == 0) << "bucket " << b;
+          for (size_t r = 0; r < shards; ++r) {
+            const BucketPlan::ShardPiece piece = plan.shard_piece(b, r);
+            EXPECT_EQ(piece.offset, begin + r * size / shards);
+            EXPECT_EQ(piece.count, size / shards);
+            EXPECT_TRUE(shards == 1 || piece.offset % alignment == 0) << piece.offset;
+            for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) {
+              ASSERT_EQ(owner[i], -1) << "element " << i << " in two pieces";
+              owner[i] = int(r);
+            }
+          }
+        }
+        EXPECT_TRUE(std::none_of(owner.begin(), owner.end(), [](int r) { return r < 0; }));
+        for (size_t r = 0; r < shards; ++r) {
+          size_t state_end = 0, offset_end = 0;
+          for (const BucketPlan::ShardPiece& piece : plan.shard_pieces(r)) {
+            EXPECT_EQ(piece.state_offset, state_end) << "shard " << r;
+            EXPECT_GE(piece.offset, offset_end);
+            for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) {
+              ASSERT_EQ(owner[i], int(r));
+            }
+            state_end += piece.count;
+            offset_end = piece.offset + piece.count;
+          }
+          EXPECT_EQ(state_end, count / shards);
+        }
+      }
+    }
+  }
+  try {
+    BucketPlan(3 * 64 + 64, 400, 40, 64, "ShardedReducer", 3);
+    FAIL() << "a buffer that is not whole pieces was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("ShardedReducer: a buffer of 256 elements cannot be cut "
+                                         "into 3 shards of whole 64-element pieces"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -5,6 +5,9 @@
 // each layer, flat and hierarchical, over several steps. Gradients are
 // integers in [-1000, 1000], so every summation order gives the exact sum and
 // results compare with ==; real-valued gradients compare with a tolerance.
+// Sharded (ZeRO-1): after the reduce-scatter each rank's pieces hold the
+// plain all-reduce's sums, and an all-gather of a buffer that each rank
+// filled only in its own pieces gives every rank the whole buffer.
 #include "mpi/gradient_reducer.h"
 
 #include <gtest/gtest.h>
@@ -230,6 +233,75 @@ TEST(GradientReducer, UnmarkedPaddingDefersBucketsToFinish) {
   reducer.finish();
   EXPECT_EQ(reducer.last_buckets_started_early(), 0u);  // bucket 0 ends in padding
   expect_equal(grads, expected, "unmarked padding");
+}
+
+// A layout padded to whole pieces of world size x 64 elements, as the
+// parameter store pads itself for the sharded optimizer.
+Layout sharded_layout(const Layout& layout, int world_size) {
+  Layout padded = layout;
+  const size_t granule = size_t(world_size) * kAlignment;
+  padded.total = (layout.total + granule - 1) / granule * granule;
+  return padded;
+}
+
+TEST(GradientReducer, ShardedSumsEqualMpiAllreduceOnEachRanksPiecesAndGatherRestoresAll) {
+  Context ctx = test_context();
+  const size_t rank = size_t(ctx.world_rank());
+  uint32_t seed = 50;
+  for (const Layout& base : {small_layout(), large_layout()}) {
+    const Layout layout = sharded_layout(base, ctx.world_size());
+    for (const BucketCase& bucket : {BucketCase{4, 4}, BucketCase{1000, 256},
+                                     BucketCase{40000, 4096}, BucketCase{1 << 20, 1 << 20}}) {
+      std::vector<float> grads(layout.total);
+      GradientReducer reducer(ctx, grads.data(), grads.size(),
+                              {.bucket_bytes = bucket.bucket_bytes,
+                               .first_bucket_bytes = bucket.first_bucket_bytes,
+                               .range_alignment = kAlignment,
+                               .shard = true});
+      ASSERT_EQ(reducer.plan().shards(), size_t(ctx.world_size()));
+      for (Order order : {Order::kBackward, Order::kShuffled}) {
+        const std::vector<float> fresh = integer_grads(layout, ++seed, ctx.world_rank());
+        std::copy(fresh.begin(), fresh.end(), grads.begin());
+        const std::vector<float> expected = reference_sum(grads);
+        reduce_step(reducer, layout, order, seed);
+        const std::string what = "bucket " + std::to_string(bucket.bucket_bytes) + " B, " +
+                                 std::to_string(layout.total) + " elements";
+        size_t owned = 0;
+        for (const BucketPlan::ShardPiece& piece : reducer.plan().shard_pieces(rank)) {
+          for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) {
+            ASSERT_EQ(grads[i], expected[i]) << what << ": element " << i;
+          }
+          owned += piece.count;
+        }
+        EXPECT_EQ(owned, layout.total / size_t(ctx.world_size())) << what;
+
+        // The all-gather: this rank's pieces hold -expected, the rest NaN.
+        std::vector<float> params(layout.total, std::nanf(""));
+        for (const BucketPlan::ShardPiece& piece : reducer.plan().shard_pieces(rank)) {
+          for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) {
+            params[i] = -expected[i];
+          }
+        }
+        reducer.gather_parameters(params.data());
+        for (size_t i = 0; i < layout.total; ++i) {
+          ASSERT_EQ(params[i], -expected[i]) << what << ": gathered element " << i;
+        }
+      }
+    }
+  }
+  std::vector<float> grads(64 * ctx.world_size() + 64);
+  if (ctx.world_size() > 1) {  // not whole pieces of world size x 64
+    EXPECT_THROW(GradientReducer(ctx, grads.data(), grads.size(),
+                                 {.range_alignment = kAlignment, .shard = true}),
+                 Error);
+  }
+  try {
+    GradientReducer(ctx, grads.data(), 64 * ctx.world_size(),
+                    {.hierarchical = true, .range_alignment = kAlignment, .shard = true});
+    ADD_FAILURE() << "sharded and hierarchical accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kUsage);
+  }
 }
 
 TEST(GradientReducer, EmptyBuffer) {

@@ -1,0 +1,141 @@
+// What a training step asks of the GPU, counted (kernels/cuda/call_counts.h):
+// the step as the trainer queues it (zero_grad, the step's inputs, forward +
+// backward with the device loss scale, the gradient's sum of squares, the
+// decision, AdamW) waits for the device not once, and the same number of
+// kernels every step; reading the step control back, as a progress line does,
+// is the one wait. In the emulation build the emulated runtime counts every
+// CUDA call it receives (kernels/cuda_emu/runtime.h), an independent count:
+// no call that makes the host wait (a synchronization, a copy from or to
+// pageable memory), and as many launches as the backend counted. The launch
+// counts of `tiny` and of `large`'s structure (18 blocks, narrow) are printed
+// and recorded as test properties for the README's table.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cuda/call_counts.h"
+#include "model/conformer.h"
+#include "model/loss_scaler.h"
+#include "model/optimizer.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/model/random_batch.h"
+
+namespace mpiasr {
+namespace {
+
+// Launches and host waits of one step, by both counts where there are two.
+struct StepCounts {
+  uint64_t launches = 0, host_waits = 0;
+  uint64_t runtime_launches = 0, runtime_host_syncs = 0;  // the emulated runtime's
+};
+
+void reset_counts() {
+  reset_cuda_call_counts();
+#ifdef MPIASR_CUDA_EMU
+  emu::reset_api_counts();
+#endif
+}
+
+StepCounts counts_since_reset() {
+  StepCounts counts;
+  const CudaCallCounts backend = cuda_call_counts();
+  counts.launches = backend.launches;
+  counts.host_waits = backend.host_waits;
+#ifdef MPIASR_CUDA_EMU
+  const emu::ApiCounts runtime = emu::api_counts();
+  counts.runtime_launches = runtime.launches;
+  counts.runtime_host_syncs = runtime.host_syncs();
+#endif
+  return counts;
+}
+
+// Trains `steps` steps of a model of `config` on a fixed batch and returns
+// the counts of the last one (the first ones grow scratch buffers), in the
+// precision of Act (the loss scaler on in fp16 only, as the trainer has it).
+template <typename Act>
+std::vector<StepCounts> step_counts(ConformerConfig config, int steps) {
+  CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  config.vocab_size = 12;
+  config.dropout = 0.1f;
+  const HostBatch batch = testing::random_batch(
+      {83, 60, 47}, {{1, 2, 3, 3, 4, 11}, {5, 5, 6, 7}, {8, 9, 10}}, 83, 17, 0);
+  Conformer<Act, float> model(gpu, config, 3, 83, 5);
+  AdamWConfig adamw;
+  adamw.clip_norm = 1.0;
+  Optimizer<Act, float> optimizer(model.params(), adamw);
+  LossScalerConfig scaler_config;
+  scaler_config.enabled = std::is_same_v<Act, __half>;
+  scaler_config.init_scale = 1024.0f;
+  const LossScaler scaler(scaler_config);
+  optimizer.set_state(0, scaler.loss_scaler_state());
+  std::vector<StepCounts> counts;
+  for (int step = 0; step < steps; ++step) {
+    reset_counts();
+    optimizer.zero_grad();
+    optimizer.set_step_inputs(13.0, 1e-3f);
+    StepControl* control = optimizer.control();
+    model.forward_backward(batch, 1.0, &control->scaler.scale, false, uint64_t(step),
+                           &control->loss_sum);
+    optimizer.add_grad_sum_squares();
+    optimizer.decide(scaler.rule());
+    optimizer.step();
+    counts.push_back(counts_since_reset());
+  }
+  reset_counts();
+  const StepControl read = optimizer.read_control();
+  const StepCounts reading = counts_since_reset();
+  EXPECT_EQ(read.steps, steps);
+  EXPECT_EQ(read.optimizer_step + read.skipped, steps);
+  EXPECT_GT(read.loss_sum, 0.0);
+  EXPECT_EQ(reading.launches, 0u);
+  EXPECT_EQ(reading.host_waits, 1u) << "reading the control back is the one wait";
+  return counts;
+}
+
+void check_steady_steps(const std::vector<StepCounts>& counts, const std::string& what) {
+  ASSERT_GE(counts.size(), 3u);
+  const StepCounts& steady = counts.back();
+  for (size_t step = 2; step < counts.size(); ++step) {
+    EXPECT_EQ(counts[step].host_waits, 0u) << what << ": step " << step;
+    EXPECT_EQ(counts[step].launches, steady.launches) << what << ": step " << step;
+    if (cuda_test::kEmulated) {
+      EXPECT_EQ(counts[step].runtime_host_syncs, 0u) << what << ": step " << step;
+      EXPECT_EQ(counts[step].runtime_launches, counts[step].launches) << what << ": step " << step;
+    }
+  }
+  std::printf("%s: %llu kernel launches (cuBLAS GEMMs included) and %llu host waits per step\n",
+              what.c_str(), static_cast<unsigned long long>(steady.launches),
+              static_cast<unsigned long long>(steady.host_waits));
+  ::testing::Test::RecordProperty(what + "_launches_per_step", int(steady.launches));
+}
+
+TEST(CudaStepCounts, TinyStepNeverWaitsForTheDeviceInFp16) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  check_steady_steps(step_counts<__half>(conformer_preset("tiny"), 4), "tiny_fp16");
+}
+
+TEST(CudaStepCounts, TinyStepNeverWaitsForTheDeviceInBf16) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  check_steady_steps(step_counts<__nv_bfloat16>(conformer_preset("tiny"), 4), "tiny_bf16");
+}
+
+// large's launches depend on its structure (18 blocks; the batch here takes
+// one Conv2d chunk, as 32 x 15 s does with the default column budget), not on
+// its width, so a narrow copy counts them at the emulator's speed; in bf16,
+// the default on the GPUs that run it.
+TEST(CudaStepCounts, LargeStructureStepNeverWaitsForTheDevice) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  ConformerConfig config = conformer_preset("large");
+  config.d_model = 64;
+  config.subsampling_channels = 32;
+  check_steady_steps(step_counts<__nv_bfloat16>(config, 3), "large_structure");
+}
+
+}  // namespace
+}  // namespace mpiasr

@@ -1,0 +1,19 @@
+"""Reads the F32 tensors of a safetensors file for the training tests'
+comparisons (tests/integration/mpi_train_*.sh put this folder on PYTHONPATH)."""
+import json
+import struct
+
+
+def tensors(path):
+    """name -> list of floats, read from a safetensors file (F32 only)."""
+    data = open(path, "rb").read()
+    (length,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + length])
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__":
+            continue
+        assert info["dtype"] == "F32", (name, info["dtype"])
+        begin, end = info["data_offsets"]
+        out[name] = struct.unpack(f"<{(end - begin) // 4}f", data[8 + length + begin:8 + length + end])
+    return out
