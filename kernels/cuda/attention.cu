@@ -162,6 +162,17 @@ __device__ void tile_product(Accumulator& acc, const T* a, int lda, const T* b, 
   }
 }
 
+// dst (float, row-major, ld ldd) = the 16 x 16 block A B^T of 16 rows of A
+// and 16 rows of B, each row DP elements (ld ld): scores from queries and
+// keys, or their gradients.
+template <typename T, int DP>
+__device__ void row_product(float* dst, int ldd, const T* a, const T* b, int ld) {
+  Accumulator acc;
+  wmma::fill_fragment(acc, 0.0f);
+  tile_product<T, wmma::col_major, DP / 16>(acc, a, ld, b, ld);
+  wmma::store_matrix_sync(dst, acc, ldd, wmma::mem_row_major);
+}
+
 template <typename T, int DP>
 struct ForwardShared {
   using Tile = Tiles<DP>;
@@ -200,12 +211,8 @@ __global__ void attention_forward_kernel(T* out, float* lse, const T* qkv, const
     load_head_tile<T, DP>(sh.v, qkv, cos_table, sin_table, b, h, 2, k0, Tile::kStep, L, T_, H, Dh);
     __syncthreads();
     for (int j = 0; j < Tile::kStep / 16; ++j) {  // S = Q K^T
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      tile_product<T, wmma::col_major, DP / 16>(acc, sh.q + r0 * Tile::kLd, Tile::kLd,
-                                                sh.k + 16 * j * Tile::kLd, Tile::kLd);
-      wmma::store_matrix_sync(sh.s + r0 * Tile::kLdStep + 16 * j, acc, Tile::kLdStep,
-                              wmma::mem_row_major);
+      row_product<T, DP>(sh.s + r0 * Tile::kLdStep + 16 * j, Tile::kLdStep, sh.q + r0 * Tile::kLd,
+                         sh.k + 16 * j * Tile::kLd, Tile::kLd);
     }
     __syncwarp();
     // Online softmax: lanes l and l + 16 share row r, 16 keys each.
@@ -319,17 +326,10 @@ __global__ void attention_backward_dq_kernel(T* dqkv, float* row_dot, const T* d
     load_head_tile<T, DP>(sh.v, qkv, cos_table, sin_table, b, h, 2, k0, Tile::kStep, L, T_, H, Dh);
     __syncthreads();
     for (int j = 0; j < Tile::kStep / 16; ++j) {  // S = Q K^T, dP = dout V^T
-      Accumulator acc;
-      wmma::fill_fragment(acc, 0.0f);
-      tile_product<T, wmma::col_major, DP / 16>(acc, sh.in.q + r0 * Tile::kLd, Tile::kLd,
-                                                sh.k + 16 * j * Tile::kLd, Tile::kLd);
-      wmma::store_matrix_sync(sh.s + r0 * Tile::kLdStep + 16 * j, acc, Tile::kLdStep,
-                              wmma::mem_row_major);
-      wmma::fill_fragment(acc, 0.0f);
-      tile_product<T, wmma::col_major, DP / 16>(acc, sh.in.dout + r0 * Tile::kLd, Tile::kLd,
-                                                sh.v + 16 * j * Tile::kLd, Tile::kLd);
-      wmma::store_matrix_sync(sh.dp + r0 * Tile::kLdStep + 16 * j, acc, Tile::kLdStep,
-                              wmma::mem_row_major);
+      row_product<T, DP>(sh.s + r0 * Tile::kLdStep + 16 * j, Tile::kLdStep,
+                         sh.in.q + r0 * Tile::kLd, sh.k + 16 * j * Tile::kLd, Tile::kLd);
+      row_product<T, DP>(sh.dp + r0 * Tile::kLdStep + 16 * j, Tile::kLdStep,
+                         sh.in.dout + r0 * Tile::kLd, sh.v + 16 * j * Tile::kLd, Tile::kLd);
     }
     __syncwarp();
     // dS = P (dP - D), P = exp(S scale - lse): lanes l and l + 16 share row r.
@@ -414,17 +414,10 @@ __global__ void attention_backward_dkv_kernel(T* dqkv, const float* row_dot, con
       }
       __syncthreads();
       for (int j = 0; j < Tile::kStep / 16; ++j) {  // S^T = K Q^T, dP^T = V dout^T
-        Accumulator acc;
-        wmma::fill_fragment(acc, 0.0f);
-        tile_product<T, wmma::col_major, DP / 16>(acc, sh.in.k + r0 * Tile::kLd, Tile::kLd,
-                                                  sh.q + 16 * j * Tile::kLd, Tile::kLd);
-        wmma::store_matrix_sync(sh.s + r0 * Tile::kLdStep + 16 * j, acc, Tile::kLdStep,
-                                wmma::mem_row_major);
-        wmma::fill_fragment(acc, 0.0f);
-        tile_product<T, wmma::col_major, DP / 16>(acc, sh.in.v + r0 * Tile::kLd, Tile::kLd,
-                                                  sh.dout + 16 * j * Tile::kLd, Tile::kLd);
-        wmma::store_matrix_sync(sh.dp + r0 * Tile::kLdStep + 16 * j, acc, Tile::kLdStep,
-                                wmma::mem_row_major);
+        row_product<T, DP>(sh.s + r0 * Tile::kLdStep + 16 * j, Tile::kLdStep,
+                           sh.in.k + r0 * Tile::kLd, sh.q + 16 * j * Tile::kLd, Tile::kLd);
+        row_product<T, DP>(sh.dp + r0 * Tile::kLdStep + 16 * j, Tile::kLdStep,
+                           sh.in.v + r0 * Tile::kLd, sh.dout + 16 * j * Tile::kLd, Tile::kLd);
       }
       __syncwarp();
       // P^T and dS^T: lanes l and l + 16 share key row r, 16 queries each.
