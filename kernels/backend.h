@@ -117,9 +117,6 @@ class Backend {
   // dinp = swish'(inp) Dropout(dout), the same mask.
   virtual void swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
                                       uint64_t seed, uint64_t offset, size_t n) = 0;
-  // GLU over the last dimension: inp [N, 2C] -> out [N, C], out = a * sigmoid(b)
-  virtual void glu_forward(Act* out, const Act* inp, int N, int C) = 0;
-  virtual void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) = 0;
 
   // ---- dropout (counter-based Philox; mask depends on seed, offset, index) --
   // Dropout(x)[i] = keep(seed, offset + i) ? x[i] / (1 - p) : 0, keep =
@@ -147,15 +144,21 @@ class Backend {
                                   const Act* qkv, const int32_t* lengths, int B, int T, int H,
                                   int Dh, float scale) = 0;
 
-  // ---- depthwise Conv1d over time, "same" padding, masked at padding ------
-  // inp, out [B, T, C]; weight [C, K] (K odd); bias [C]. Frames t >= lengths[b]
-  // are treated as zeros on input and written as zeros on output.
-  virtual void depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight,
-                                        const Act* bias, const int32_t* lengths, int B, int T,
-                                        int C, int K) = 0;
-  virtual void depthwise_conv1d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
-                                         const Act* inp, const Act* weight, const int32_t* lengths,
-                                         int B, int T, int C, int K) = 0;
+  // ---- GLU, then depthwise Conv1d over time ("same" padding, masked) ------
+  // The conv module's middle in one op: g = GLU(inp) over the last dimension
+  // (inp [B, T, 2C], value half first: g = a sigmoid(b), a = inp[..., :C],
+  // b = inp[..., C:]), then out [B, T, C] = the depthwise convolution of g
+  // with weight [C, K] (K odd) and bias [C]. Frames t >= lengths[b] of g are
+  // treated as zeros and written as zeros in out. No [B, T, C] g is kept.
+  virtual void glu_depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight,
+                                            const Act* bias, const int32_t* lengths, int B, int T,
+                                            int C, int K) = 0;
+  // dinp [B, T, 2C] (overwritten; 0 at padded frames) from dout = d loss / d
+  // out, g recomputed from inp; dweight, dbias +=.
+  virtual void glu_depthwise_conv1d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout,
+                                             const Act* inp, const Act* weight,
+                                             const int32_t* lengths, int B, int T, int C,
+                                             int K) = 0;
 
   // ---- output head and loss -----------------------------------------------
   // log-softmax over V of logits [N, V], result in Acc precision.

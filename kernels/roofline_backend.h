@@ -109,7 +109,9 @@ class RooflineBackend final : public Backend<Act, Acc> {
     const double m = M, n = N, k = K;
     if (dinp) op(2.0 * m * n * k, (m * n + n * k + m * k) * kAct);
     if (dweight) op(2.0 * m * n * k, (m * n + m * k) * kAct + 2.0 * n * k * kAcc);
-    if (dbias) op(0, m * n * kAct + 2.0 * n * kAcc);
+    // With dW, the dW GEMM's epilogue sums dbias's increment into scratch
+    // (n floats) and a small kernel adds it; without, a pass over dout.
+    if (dbias) op(0, (dweight ? 3.0 * n : 2.0 * n) * kAcc + (dweight ? 0.0 : m * n * kAct));
   }
 
   void conv2d_forward(Act*, const Act*, const Act*, const Act*, int B, int Cin, int H, int W,
@@ -162,10 +164,6 @@ class RooflineBackend final : public Backend<Act, Acc> {
                               size_t n) override {
     op(0, 3.0 * n * kAct);
   }
-  void glu_forward(Act*, const Act*, int N, int C) override { op(0, 3.0 * N * C * kAct); }
-  void glu_backward(Act*, const Act*, const Act*, int N, int C) override {
-    op(0, 5.0 * N * C * kAct);
-  }
   void residual_dropout_backward(Act*, const Act*, float, float, uint64_t, uint64_t,
                                  size_t n) override {
     op(0, 2.0 * n * kAct);
@@ -185,16 +183,20 @@ class RooflineBackend final : public Backend<Act, Acc> {
     op(8.0 * products, 8.0 * rows_c * kAct + double(B) * H * T * kAcc + B * 4.0, 2.0 * products);
   }
 
-  void depthwise_conv1d_forward(Act*, const Act*, const Act*, const Act*, const int32_t*, int B,
-                                int T, int C, int K) override {
+  // The GLU is computed where the convolution reads its input: the [B, T, 2C]
+  // projection is read, no [B, T, C] product is stored.
+  void glu_depthwise_conv1d_forward(Act*, const Act*, const Act*, const Act*, const int32_t*, int B,
+                                    int T, int C, int K) override {
     const double n = double(B) * T * C;
-    op(2.0 * n * K, (2.0 * n + double(C) * (K + 1)) * kAct);
+    op(2.0 * n * K, (3.0 * n + double(C) * (K + 1)) * kAct);
   }
-  void depthwise_conv1d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act*, const Act*,
-                                 const Act*, const int32_t*, int B, int T, int C, int K) override {
+  void glu_depthwise_conv1d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act*, const Act*,
+                                     const Act*, const int32_t*, int B, int T, int C,
+                                     int K) override {
     const double n = double(B) * T * C;
-    if (dinp) op(2.0 * n * K, (2.0 * n + double(C) * K) * kAct);
-    if (dweight) op(2.0 * n * K, 2.0 * n * kAct + 2.0 * C * K * kAcc);
+    // dout and the projection read, both halves of dinp written.
+    if (dinp) op(2.0 * n * K, (5.0 * n + double(C) * K) * kAct);
+    if (dweight) op(2.0 * n * K, 3.0 * n * kAct + 2.0 * C * K * kAcc);
     if (dbias) op(0, n * kAct + 2.0 * C * kAcc);
   }
 

@@ -41,7 +41,7 @@ class ConvModule {
   int depthwise_weight_ = -1, depthwise_bias_ = -1;
   LayerNorm<Act, Acc> conv_norm_;
   Linear<Act, Acc> pointwise2_;
-  ArenaSlot<Act> normed_, pointwise_, gated_, conv_, conv_normed_, swished_;
+  ArenaSlot<Act> normed_, pointwise_, conv_, conv_normed_, swished_;
 };
 
 extern template class ConvModule<float, float>;

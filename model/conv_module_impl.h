@@ -21,7 +21,6 @@ ConvModule<Act, Acc>::ConvModule(ParameterStore<Act, Acc>& params, ActivationAre
   pointwise2_ = Linear<Act, Acc>(params, name + ".pointwise2", d_model, d_model);
   normed_ = arena.template reserve<Act>(max_rows * d_model);
   pointwise_ = arena.template reserve<Act>(max_rows * 2 * d_model);
-  gated_ = arena.template reserve<Act>(max_rows * d_model);
   conv_ = arena.template reserve<Act>(max_rows * d_model);
   conv_normed_ = arena.template reserve<Act>(max_rows * d_model);
   swished_ = arena.template reserve<Act>(max_rows * d_model);
@@ -34,7 +33,6 @@ PendingResidual<Act> ConvModule<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, 
   const int rows = ctx.rows();
   Act* normed = ctx.arena.get(normed_);
   Act* pointwise = ctx.arena.get(pointwise_);
-  Act* gated = ctx.arena.get(gated_);
   Act* conv = ctx.arena.get(conv_);
   Act* conv_normed = ctx.arena.get(conv_normed_);
   Act* swished = ctx.arena.get(swished_);
@@ -42,10 +40,9 @@ PendingResidual<Act> ConvModule<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, 
 
   const Act* x_in = norm_.forward_residual(ctx, x, normed, in);
   pointwise1_.forward(ctx, pointwise, normed, rows);
-  be.glu_forward(gated, pointwise, rows, d_model_);
-  be.depthwise_conv1d_forward(conv, gated, ctx.params.weight(depthwise_weight_),
-                              ctx.params.weight(depthwise_bias_), ctx.lengths, ctx.batch,
-                              ctx.frames, d_model_, kernel_);
+  be.glu_depthwise_conv1d_forward(conv, pointwise, ctx.params.weight(depthwise_weight_),
+                                  ctx.params.weight(depthwise_bias_), ctx.lengths, ctx.batch,
+                                  ctx.frames, d_model_, kernel_);
   conv_norm_.forward_swish(ctx, conv_normed, swished, conv);
   pointwise2_.forward(ctx, y, swished, rows);
   return {x_in, y, 1.0f, dropout_offset(pointwise2_.weight_index())};
@@ -56,8 +53,7 @@ void ConvModule<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx, const 
   Backend<Act, Acc>& be = ctx.backend;
   const int rows = ctx.rows();
   Act* dswished = ctx.scratch_rows(1);
-  Act* dconv = ctx.scratch_rows(3);
-  Act* dgated = ctx.scratch_rows(4);
+  Act* dconv = ctx.scratch_rows(2);
   Act* dpointwise = ctx.scratch_wide(0);
   Act* dnormed = ctx.scratch_rows(1);
 
@@ -72,11 +68,10 @@ void ConvModule<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx, const 
   pointwise2_.backward(ctx, dswished, dy, ctx.arena.get(swished_), rows);
   conv_norm_.backward_swish(ctx, dconv, dswished, ctx.arena.get(conv_),
                             ctx.arena.get(conv_normed_));
-  be.depthwise_conv1d_backward(dgated, ctx.params.grad(depthwise_weight_),
-                               ctx.params.grad(depthwise_bias_), dconv, ctx.arena.get(gated_),
-                               ctx.params.weight(depthwise_weight_), ctx.lengths, ctx.batch,
-                               ctx.frames, d_model_, kernel_);
-  be.glu_backward(dpointwise, dgated, ctx.arena.get(pointwise_), rows, d_model_);
+  be.glu_depthwise_conv1d_backward(dpointwise, ctx.params.grad(depthwise_weight_),
+                                   ctx.params.grad(depthwise_bias_), dconv,
+                                   ctx.arena.get(pointwise_), ctx.params.weight(depthwise_weight_),
+                                   ctx.lengths, ctx.batch, ctx.frames, d_model_, kernel_);
   pointwise1_.backward(ctx, dnormed, dpointwise, ctx.arena.get(normed_), rows);
   norm_.backward(ctx, dx, dnormed, x_in);
 }

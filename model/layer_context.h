@@ -16,7 +16,7 @@ namespace mpiasr {
 
 template <typename Act>
 struct Workspace {
-  static constexpr int kRows = 6, kWide = 2;
+  static constexpr int kRows = 3, kWide = 2;
   ArenaSlot<Act> rows[kRows];
   ArenaSlot<Act> wide[kWide];
 

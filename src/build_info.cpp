@@ -7,7 +7,7 @@
 #include "kernels/cpu/gemm.h"
 #include "mpi/runtime.h"
 #if MPIASR_WITH_CUDA
-#include <cublas_api.h>
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include "mpi/cuda/nccl_communicator.h"
@@ -24,7 +24,7 @@ std::string cuda_version_text(int version) {
 }
 
 // The CUDA runtime built with and loaded, the driver (or that there is none)
-// and cuBLAS. Version queries only: they need no device and change nothing.
+// and cuBLASLt. Version queries only: they need no device and change nothing.
 std::string cuda_versions() {
   std::string text = "CUDA runtime " + cuda_version_text(CUDART_VERSION) + " (built)";
   int runtime = 0, driver = 0;
@@ -35,12 +35,10 @@ std::string cuda_versions() {
               ? ", driver " + cuda_version_text(driver)
               : ", no driver";
   (void)cudaGetLastError();
-  int major = 0, minor = 0, patch = 0;
-  cublasGetProperty(MAJOR_VERSION, &major);
-  cublasGetProperty(MINOR_VERSION, &minor);
-  cublasGetProperty(PATCH_LEVEL, &patch);
-  return text + "; cuBLAS " + std::to_string(major) + "." + std::to_string(minor) + "." +
-         std::to_string(patch);
+  // cuBLASLt numbers its versions major * 10000 + minor * 100 + patch.
+  const size_t lt = cublasLtGetVersion();
+  return text + "; cuBLASLt " + std::to_string(lt / 10000) + "." + std::to_string(lt / 100 % 100) +
+         "." + std::to_string(lt % 100);
 }
 
 }  // namespace

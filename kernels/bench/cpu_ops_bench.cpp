@@ -206,31 +206,6 @@ void BM_swish_dropout_backward(benchmark::State& state) {
   set_bytes(state, 3.0 * n * sizeof(float));
 }
 
-// GLU of the conv module: [1600, 2d] -> [1600, d].
-void BM_glu_forward(benchmark::State& state) {
-  const int N = 1600, C = int(state.range(1));
-  CpuBackend<float> backend(threads(state));
-  const auto x = random_floats(size_t(N) * 2 * C, 1);
-  std::vector<float> y(size_t(N) * C);
-  for (auto _ : state) {
-    backend.glu_forward(y.data(), x.data(), N, C);
-    benchmark::DoNotOptimize(y.data());
-  }
-  set_bytes(state, 3.0 * N * C * sizeof(float));
-}
-
-void BM_glu_backward(benchmark::State& state) {
-  const int N = 1600, C = int(state.range(1));
-  CpuBackend<float> backend(threads(state));
-  const auto x = random_floats(size_t(N) * 2 * C, 1), dy = random_floats(size_t(N) * C, 2);
-  std::vector<float> dx(size_t(N) * 2 * C);
-  for (auto _ : state) {
-    backend.glu_backward(dx.data(), dy.data(), x.data(), N, C);
-    benchmark::DoNotOptimize(dx.data());
-  }
-  set_bytes(state, 5.0 * N * C * sizeof(float));
-}
-
 // Dropout of a gradient [1600, 4d] (a residual branch's, scale 1).
 void BM_residual_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(1600) * 4 * state.range(1);
@@ -283,33 +258,33 @@ void BM_attention_backward(benchmark::State& state) {
   set_flops(state, 10.0 * B * H * T * T * Dh);
 }
 
-// ---- depthwise conv1d: B = 16, T = 100, K = 31 ---------------------------------------
+// ---- GLU + depthwise conv1d: B = 16, T = 100, K = 31 ---------------------------------
 
-void BM_depthwise_conv1d_forward(benchmark::State& state) {
+void BM_glu_depthwise_conv1d_forward(benchmark::State& state) {
   const int B = 16, T = 100, C = int(state.range(1)), K = 31;
   CpuBackend<float> backend(threads(state));
-  const auto x = random_floats(size_t(B) * T * C, 1), w = random_floats(size_t(C) * K, 2),
+  const auto x = random_floats(size_t(B) * T * 2 * C, 1), w = random_floats(size_t(C) * K, 2),
              b = random_floats(C, 3);
   std::vector<int32_t> lengths(B, T);
-  std::vector<float> y(x.size());
+  std::vector<float> y(size_t(B) * T * C);
   for (auto _ : state) {
-    backend.depthwise_conv1d_forward(y.data(), x.data(), w.data(), b.data(), lengths.data(), B, T,
-                                     C, K);
+    backend.glu_depthwise_conv1d_forward(y.data(), x.data(), w.data(), b.data(), lengths.data(), B,
+                                         T, C, K);
     benchmark::DoNotOptimize(y.data());
   }
   set_flops(state, 2.0 * B * T * C * K);
 }
 
-void BM_depthwise_conv1d_backward(benchmark::State& state) {
+void BM_glu_depthwise_conv1d_backward(benchmark::State& state) {
   const int B = 16, T = 100, C = int(state.range(1)), K = 31;
   CpuBackend<float> backend(threads(state));
-  const auto x = random_floats(size_t(B) * T * C, 1), w = random_floats(size_t(C) * K, 2),
+  const auto x = random_floats(size_t(B) * T * 2 * C, 1), w = random_floats(size_t(C) * K, 2),
              dy = random_floats(size_t(B) * T * C, 3);
   std::vector<int32_t> lengths(B, T);
   std::vector<float> dx(x.size()), dw(w.size()), db(C);
   for (auto _ : state) {
-    backend.depthwise_conv1d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
-                                      w.data(), lengths.data(), B, T, C, K);
+    backend.glu_depthwise_conv1d_backward(dx.data(), dw.data(), db.data(), dy.data(), x.data(),
+                                          w.data(), lengths.data(), B, T, C, K);
     benchmark::DoNotOptimize(dx.data());
   }
   set_flops(state, 4.0 * B * T * C * K);
@@ -361,19 +336,17 @@ BENCHMARK(BM_swish_dropout_backward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_glu_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_glu_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_residual_dropout_backward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_attention_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_attention_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_depthwise_conv1d_forward)
+BENCHMARK(BM_glu_depthwise_conv1d_forward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
-BENCHMARK(BM_depthwise_conv1d_backward)
+BENCHMARK(BM_glu_depthwise_conv1d_backward)
     ->Apply(model_args)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();

@@ -206,13 +206,6 @@ void BM_swish_dropout_forward(benchmark::State& state) {
       [&] { g_backend->swish_dropout_forward(out.get(), inp.get(), 0.1f, 42, 0, n); });
 }
 
-void BM_glu_backward(benchmark::State& state) {
-  const size_t n = size_t(kRows) * kD;
-  Half inp(2 * n), dout(n), dinp(2 * n);
-  run(state, 5 * n * kHalf, 0,
-      [&] { g_backend->glu_backward(dinp.get(), dout.get(), inp.get(), kRows, kD); });
-}
-
 void BM_residual_dropout_backward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
   Half dx(n), dbranch(n);
@@ -232,24 +225,27 @@ void BM_residual_layernorm_forward(benchmark::State& state) {
   });
 }
 
-void BM_depthwise_conv1d_forward(benchmark::State& state) {
+// The conv module's GLU and depthwise convolution: reads the [rows, 2d]
+// projection, writes [rows, d].
+void BM_glu_depthwise_conv1d_forward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
-  Half inp(n), w(size_t(kD) * kKernel), b(kD), out(n);
+  Half inp(2 * n), w(size_t(kD) * kKernel), b(kD), out(n);
   const std::vector<int32_t> lengths = full_lengths();
-  run(state, 2 * n * kHalf, 0, [&] {
-    g_backend->depthwise_conv1d_forward(out.get(), inp.get(), w.get(), b.get(), lengths.data(), kB,
-                                        kT, kD, kKernel);
+  run(state, 3 * n * kHalf, 0, [&] {
+    g_backend->glu_depthwise_conv1d_forward(out.get(), inp.get(), w.get(), b.get(), lengths.data(),
+                                            kB, kT, kD, kKernel);
   });
 }
 
-void BM_depthwise_conv1d_backward(benchmark::State& state) {
+// Reads dout and the projection, writes the projection's gradient.
+void BM_glu_depthwise_conv1d_backward(benchmark::State& state) {
   const size_t n = size_t(kRows) * kD;
-  Half inp(n), w(size_t(kD) * kKernel), dout(n), dinp(n);
+  Half inp(2 * n), w(size_t(kD) * kKernel), dout(n), dinp(2 * n);
   Float dw(size_t(kD) * kKernel), db(kD);
   const std::vector<int32_t> lengths = full_lengths();
-  run(state, 3 * n * kHalf, 0, [&] {
-    g_backend->depthwise_conv1d_backward(dinp.get(), dw.get(), db.get(), dout.get(), inp.get(),
-                                         w.get(), lengths.data(), kB, kT, kD, kKernel);
+  run(state, 5 * n * kHalf, 0, [&] {
+    g_backend->glu_depthwise_conv1d_backward(dinp.get(), dw.get(), db.get(), dout.get(), inp.get(),
+                                             w.get(), lengths.data(), kB, kT, kD, kKernel);
   });
 }
 
@@ -335,11 +331,10 @@ void register_benchmarks() {
       {"layernorm_forward", BM_layernorm_forward},
       {"layernorm_backward", BM_layernorm_backward},
       {"swish_dropout_forward", BM_swish_dropout_forward},
-      {"glu_backward", BM_glu_backward},
       {"residual_dropout_backward", BM_residual_dropout_backward},
       {"residual_layernorm_forward", BM_residual_layernorm_forward},
-      {"depthwise_conv1d_forward", BM_depthwise_conv1d_forward},
-      {"depthwise_conv1d_backward", BM_depthwise_conv1d_backward},
+      {"glu_depthwise_conv1d_forward", BM_glu_depthwise_conv1d_forward},
+      {"glu_depthwise_conv1d_backward", BM_glu_depthwise_conv1d_backward},
       {"log_softmax", BM_log_softmax},
       {"ctc_loss", BM_ctc_loss},
       {"adamw_step", BM_adamw_step},

@@ -222,18 +222,6 @@ void CpuBackend<T>::swish_dropout_backward(T* dinp, const T* dout, const T* inp,
   cpu_swish_backward(dinp, dout, inp, n);
 }
 
-template <typename T>
-void CpuBackend<T>::glu_forward(T* out, const T* inp, int N, int C) {
-  use_threads();
-  cpu_glu_forward(out, inp, N, C);
-}
-
-template <typename T>
-void CpuBackend<T>::glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) {
-  use_threads();
-  cpu_glu_backward(dinp, dout, inp, N, C);
-}
-
 // ---- dropout ----------------------------------------------------------------
 
 template <typename T>
@@ -260,21 +248,32 @@ void CpuBackend<T>::attention_backward(T* dqkv, const T* dout, const T* out, con
   cpu_attention_backward(dqkv, dout, out, lse, qkv, lengths, B, T_, H, Dh, T(scale));
 }
 
-// ---- depthwise conv1d -------------------------------------------------------
+// ---- GLU + depthwise conv1d --------------------------------------------------
 
 template <typename T>
-void CpuBackend<T>::depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
-                                             const int32_t* lengths, int B, int T_, int C, int K) {
+void CpuBackend<T>::glu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight,
+                                                 const T* bias, const int32_t* lengths, int B,
+                                                 int T_, int C, int K) {
   use_threads();
-  cpu_depthwise_conv1d_forward(out, inp, weight, bias, lengths, B, T_, C, K);
+  gated_.resize(size_t(B) * T_ * C);
+  cpu_glu_forward(gated_.data(), inp, B * T_, C);
+  cpu_depthwise_conv1d_forward(out, gated_.data(), weight, bias, lengths, B, T_, C, K);
 }
 
 template <typename T>
-void CpuBackend<T>::depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
-                                              const T* inp, const T* weight, const int32_t* lengths,
-                                              int B, int T_, int C, int K) {
+void CpuBackend<T>::glu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
+                                                  const T* inp, const T* weight,
+                                                  const int32_t* lengths, int B, int T_, int C,
+                                                  int K) {
   use_threads();
-  cpu_depthwise_conv1d_backward(dinp, dweight, dbias, dout, inp, weight, lengths, B, T_, C, K);
+  const size_t n = size_t(B) * T_ * C;
+  gated_.resize(n);
+  cpu_glu_forward(gated_.data(), inp, B * T_, C);
+  if (dinp) dgated_.resize(n);
+  cpu_depthwise_conv1d_backward(dinp ? dgated_.data() : nullptr, dweight, dbias, dout,
+                                gated_.data(), weight, lengths, B, T_, C, K);
+  // Padded frames get dgated 0, so dinp 0 there.
+  if (dinp) cpu_glu_backward(dinp, dgated_.data(), inp, B * T_, C);
 }
 
 // ---- output head, loss, optimizer -------------------------------------------

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "kernels/backend.h"
 
@@ -69,8 +70,6 @@ class CpuBackend : public Backend<T, T> {
                              size_t n) override;
   void swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
                               uint64_t offset, size_t n) override;
-  void glu_forward(T* out, const T* inp, int N, int C) override;
-  void glu_backward(T* dinp, const T* dout, const T* inp, int N, int C) override;
 
   void residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
                                  uint64_t offset, size_t n) override;
@@ -81,11 +80,11 @@ class CpuBackend : public Backend<T, T> {
                           const int32_t* lengths, int B, int T_, int H, int Dh,
                           float scale) override;
 
-  void depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
-                                const int32_t* lengths, int B, int T_, int C, int K) override;
-  void depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
-                                 const T* weight, const int32_t* lengths, int B, int T_, int C,
-                                 int K) override;
+  void glu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
+                                    const int32_t* lengths, int B, int T_, int C, int K) override;
+  void glu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                     const T* weight, const int32_t* lengths, int B, int T_, int C,
+                                     int K) override;
 
   void log_softmax_forward(T* logprobs, const T* logits, int N, int V) override;
   void ctc_loss(double* losses, T* dlogits, const T* logprobs, const int32_t* targets,
@@ -104,6 +103,9 @@ class CpuBackend : public Backend<T, T> {
   void use_threads() const;
 
   int threads_;
+  // The GLU's output and its gradient for glu_depthwise_conv1d_*, which the
+  // CPU composes from its single ops; kept to spare an allocation per call.
+  std::vector<T> gated_, dgated_;
 };
 
 extern template class CpuBackend<float>;

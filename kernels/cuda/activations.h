@@ -1,6 +1,6 @@
 // Launchers of the activation kernels (kernels/cuda/activations.cu): ReLU's
 // gradient (its forward is the conv2d GEMM's epilogue), Swish with the dropout
-// after it and GLU, over T = __half or __nv_bfloat16, in float with the
+// after it, over T = __half or __nv_bfloat16, in float with the
 // per-element math of kernels/activations.h, rounded to T once. All pointers
 // are device pointers; input gradients are overwritten.
 #pragma once
@@ -22,10 +22,5 @@ void cuda_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, ui
 template <typename T>
 void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
                                  uint64_t offset, size_t n, cudaStream_t stream);
-// inp [N, 2C] -> out [N, C]: out = a sigmoid(b)
-template <typename T>
-void cuda_glu_forward(T* out, const T* inp, int N, int C, cudaStream_t stream);
-template <typename T>
-void cuda_glu_backward(T* dinp, const T* dout, const T* inp, int N, int C, cudaStream_t stream);
 
 }  // namespace mpiasr

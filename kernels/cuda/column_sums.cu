@@ -1,5 +1,4 @@
-// Row broadcast and deterministic column sums (see column_sums.h).
-//   broadcast   one thread per element of out [M, N]
+// Deterministic column sums (see column_sums.h).
 //   partials    grid (column blocks, chunks): thread n of chunk k sums rows
 //               [k R, min(M, (k + 1) R)) of column n in float, R = ceil(M / chunks);
 //               neighbouring threads read neighbouring columns (coalesced)
@@ -15,12 +14,6 @@ namespace mpiasr {
 
 namespace cuda_kernels {
 namespace {
-
-template <typename T>
-__global__ void broadcast_rows_kernel(T* out, const T* row, int64_t M, int N) {
-  const size_t n = size_t(M) * N;
-  MPIASR_GRID_STRIDE(i, n) out[i] = row[i % size_t(N)];
-}
 
 template <typename T>
 __global__ void column_partials_kernel(float* partials, const T* x, int64_t M, int N,
@@ -53,13 +46,6 @@ int column_chunks(int64_t M) {
 }
 
 template <typename T>
-void cuda_broadcast_rows(T* out, const T* row, int64_t M, int N, cudaStream_t stream) {
-  const size_t n = size_t(M) * N;
-  if (n == 0) return;
-  MPIASR_LAUNCH(broadcast_rows_kernel<T>, grid_for(n), kThreads, 0, stream, out, row, M, N);
-}
-
-template <typename T>
 void cuda_add_column_sums(float* sums, const T* x, int64_t M, int N, float* partials,
                           cudaStream_t stream) {
   if (M <= 0 || N <= 0) return;
@@ -78,8 +64,7 @@ void cuda_add_partials(float* out, const float* partials, int chunks, int cols,
                 chunks, cols);
 }
 
-#define MPIASR_INSTANTIATE(T)                                                     \
-  template void cuda_broadcast_rows<T>(T*, const T*, int64_t, int, cudaStream_t); \
+#define MPIASR_INSTANTIATE(T) \
   template void cuda_add_column_sums<T>(float*, const T*, int64_t, int, float*, cudaStream_t);
 MPIASR_INSTANTIATE(__half)
 MPIASR_INSTANTIATE(__nv_bfloat16)

@@ -1,6 +1,6 @@
-// Launchers of the row-broadcast and column-sum kernels (kernels/cuda/
-// column_sums.cu) over T = __half or __nv_bfloat16, used for biases: forward out[m, n] = bias[n]
-// before a GEMM with beta = 1; backward dbias[n] += sum_m dout[m, n].
+// Launchers of the column-sum kernels (kernels/cuda/column_sums.cu) over T =
+// __half or __nv_bfloat16, used for bias gradients that no GEMM epilogue sums:
+// dbias[n] += sum_m dout[m, n].
 //
 // Column sums are deterministic: the M rows are cut into `chunks` contiguous
 // ranges, each range summed in float into partials [chunks, N], and the
@@ -18,10 +18,6 @@ constexpr int kMaxColumnChunks = 64;
 
 // The number of row chunks the column sums of M rows use (1 .. kMaxColumnChunks).
 int column_chunks(int64_t M);
-
-// out [M, N] = row [N] on every row.
-template <typename T>
-void cuda_broadcast_rows(T* out, const T* row, int64_t M, int N, cudaStream_t stream);
 
 // sums [N] += sum over m of x [M, N]; partials holds column_chunks(M) * N floats.
 template <typename T>

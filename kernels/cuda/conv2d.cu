@@ -4,7 +4,8 @@
 //   col [rows, 9 Cin]  row r = output pixel (b, i, j) of the chunk, column
 //                      (kh 3 + kw) Cin + ci = inp[b, 2i + kh, 2j + kw, ci]
 //   Wr  [Cout, 9 Cin]  Wr[co, (kh 3 + kw) Cin + ci] = W[co, ci, kh, kw]
-//   forward   out_chunk [rows, Cout] = col Wr^T + bias   (then max(., 0) with relu)
+//   forward   out_chunk [rows, Cout] = col Wr^T + bias   (max(., 0) with relu; both
+//             in the GEMM's epilogue)
 //   backward  dWr += dout_chunk^T col          (fp32 output, beta 1)
 //             dcol = dout_chunk Wr ; dinp = col2im(dcol)
 //             dbias += column sums of dout ; dW += Wr-layout dWr reordered
@@ -14,7 +15,6 @@
 // one thread (no atomics). GEMMs: 16-bit inputs, fp32 accumulation (gemm.h).
 #include <algorithm>
 
-#include "kernels/activations.h"
 #include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/conv2d.h"
 #include "kernels/cuda/cuda_check.h"
@@ -54,11 +54,6 @@ __global__ void add_weight_rows_kernel(float* dweight, const float* dwr, int Cou
 }
 
 // x = max(x, 0) in place, after the forward GEMMs.
-template <typename T>
-__global__ void relu_kernel(T* x, size_t n) {
-  MPIASR_GRID_STRIDE(i, n) x[i] = from_float<T>(relu(to_float(x[i])));
-}
-
 // col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset to the chunk).
 template <typename T>
 __global__ void im2col_kernel(T* col, const T* inp, int images, int Cin, int H, int W, int Ho,
@@ -149,9 +144,10 @@ Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
 }
 
 template <typename T>
-void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
-                         const T* weight, const T* bias, int B, int Cin, int H, int W, int Cout,
-                         bool relu, const Conv2dScratch<T>& scratch) {
+void cuda_conv2d_forward(const GemmContext& gemm, T* out, const T* inp, const T* weight,
+                         const T* bias, int B, int Cin, int H, int W, int Cout, bool relu,
+                         const Conv2dScratch<T>& scratch) {
+  const cudaStream_t stream = gemm.stream;
   constexpr cudaDataType_t type = cuda_data_type<T>();
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if (B == 0) return;
@@ -160,27 +156,25 @@ void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, con
   const int chunk_images = scratch.images_per_chunk;
   MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
                 scratch.weight_rows, weight, Cout, Cin);
-  if (bias) cuda_broadcast_rows(out, bias, int64_t(B) * int64_t(s.pixels()), Cout, stream);
+  const GemmEpilogue epilogue = relu ? (bias ? GemmEpilogue::kReluBias : GemmEpilogue::kRelu)
+                                     : (bias ? GemmEpilogue::kBias : GemmEpilogue::kNone);
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);
     const int rows = int(size_t(images) * s.pixels());
     MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
                   scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
-    // out_chunk [rows, Cout] = col [rows, K] Wr^T + (bias ? out_chunk : 0)
-    cuda_gemm(handle, false, true, rows, Cout, K, 1.0f, scratch.columns, K, 0, scratch.weight_rows,
-              K, 0, type, bias ? 1.0f : 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout, 0,
-              1);
-  }
-  if (relu) {
-    const size_t n = size_t(B) * s.pixels() * Cout;
-    MPIASR_LAUNCH(relu_kernel<T>, grid_for(n), kThreads, 0, stream, out, n);
+    // out_chunk [rows, Cout] = col [rows, K] Wr^T (+ bias, then max(., 0))
+    cuda_gemm(gemm, false, true, rows, Cout, K, 1.0f, scratch.columns, K, scratch.weight_rows, K,
+              type, 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout, epilogue,
+              const_cast<T*>(bias));
   }
 }
 
 template <typename T>
-void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
-                          float* dbias, const T* dout, const T* inp, const T* weight, int B,
-                          int Cin, int H, int W, int Cout, const Conv2dScratch<T>& scratch) {
+void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int B, int Cin, int H,
+                          int W, int Cout, const Conv2dScratch<T>& scratch) {
+  const cudaStream_t stream = gemm.stream;
   constexpr cudaDataType_t type = cuda_data_type<T>();
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if (B == 0) return;
@@ -205,13 +199,13 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, f
       MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
                     scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
       // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
-      cuda_gemm(handle, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, 0, scratch.columns, K,
-                0, type, 1.0f, scratch.dweight_rows, CUDA_R_32F, K, 0, 1);
+      cuda_gemm(gemm, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, scratch.columns, K, type,
+                1.0f, scratch.dweight_rows, CUDA_R_32F, K);
     }
     if (dinp) {
       // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
-      cuda_gemm(handle, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, 0, scratch.weight_rows,
-                K, 0, type, 0.0f, scratch.dcolumns, type, K, 0, 1);
+      cuda_gemm(gemm, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, scratch.weight_rows, K,
+                type, 0.0f, scratch.dcolumns, type, K);
       const size_t n = size_t(images) * H * W * Cin;
       MPIASR_LAUNCH(col2im_kernel<T>, grid_for(n), kThreads, 0, stream,
                     dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho,
@@ -224,12 +218,11 @@ void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, f
   }
 }
 
-#define MPIASR_INSTANTIATE(T)                                                                  \
-  template void cuda_conv2d_forward<T>(cublasHandle_t, cudaStream_t, T*, const T*, const T*,   \
-                                       const T*, int, int, int, int, int, bool,                \
-                                       const Conv2dScratch<T>&);                               \
-  template void cuda_conv2d_backward<T>(cublasHandle_t, cudaStream_t, T*, float*, float*,      \
-                                        const T*, const T*, const T*, int, int, int, int, int, \
+#define MPIASR_INSTANTIATE(T)                                                                     \
+  template void cuda_conv2d_forward<T>(const GemmContext&, T*, const T*, const T*, const T*, int, \
+                                       int, int, int, int, bool, const Conv2dScratch<T>&);        \
+  template void cuda_conv2d_backward<T>(const GemmContext&, T*, float*, float*, const T*,         \
+                                        const T*, const T*, int, int, int, int, int,              \
                                         const Conv2dScratch<T>&);
 MPIASR_INSTANTIATE(__half)
 MPIASR_INSTANTIATE(__nv_bfloat16)

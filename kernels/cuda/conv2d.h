@@ -1,13 +1,14 @@
-// 3x3 stride-2 Conv2d, channels last, by im2col + cuBLAS GEMM
+// 3x3 stride-2 Conv2d, channels last, by im2col + cuBLASLt GEMM
 // (kernels/cuda/conv2d.cu). Shapes as in kernels/backend.h: inp [B, H, W, Cin],
 // out [B, Ho, Wo, Cout], weight [Cout, Cin, 3, 3], bias [Cout]; activations and
 // weights in T = __half or __nv_bfloat16.
 #pragma once
 
-#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
+
+#include "kernels/cuda/gemm.h"
 
 namespace mpiasr {
 
@@ -35,14 +36,14 @@ Conv2dScratchSizes conv2d_scratch_sizes(int B, int Cin, int H, int W, int Cout,
 
 // With relu the output is max(conv + bias, 0).
 template <typename T>
-void cuda_conv2d_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
-                         const T* weight, const T* bias, int B, int Cin, int H, int W, int Cout,
-                         bool relu, const Conv2dScratch<T>& scratch);
+void cuda_conv2d_forward(const GemmContext& gemm, T* out, const T* inp, const T* weight,
+                         const T* bias, int B, int Cin, int H, int W, int Cout, bool relu,
+                         const Conv2dScratch<T>& scratch);
 
 // dinp overwritten (may be null); dweight, dbias += (may be null).
 template <typename T>
-void cuda_conv2d_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
-                          float* dbias, const T* dout, const T* inp, const T* weight, int B,
-                          int Cin, int H, int W, int Cout, const Conv2dScratch<T>& scratch);
+void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int B, int Cin, int H,
+                          int W, int Cout, const Conv2dScratch<T>& scratch);
 
 }  // namespace mpiasr

@@ -71,10 +71,8 @@ CudaBackend<Act>::CudaBackend(const CudaBackendOptions& options)
       info_(cuda_device_info(device_)) {
   arena_ = std::make_unique<DeviceArena>(
       options.arena_bytes > 0 ? options.arena_bytes : default_arena_bytes(options.reserve_bytes));
-  // cublasSetStream resets the workspace, so the stream is set first.
-  CUBLAS_CHECK(cublasSetStream(cublas_.get(), stream_.get()));
-  cublas_workspace_ = arena_->allocate(kCublasWorkspace);
-  CUBLAS_CHECK(cublasSetWorkspace(cublas_.get(), cublas_workspace_, kCublasWorkspace));
+  gemm_ = GemmContext{cublas_lt_.get(), arena_->allocate(kGemmWorkspace), kGemmWorkspace,
+                      stream_.get()};
 }
 
 template <typename Act>
@@ -240,15 +238,14 @@ void CudaBackend<Act>::mask_padding(Act* x, const int32_t* lengths, int B, int T
 template <typename Act>
 void CudaBackend<Act>::linear_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
                                       int M, int K, int N) {
-  cuda_linear_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, M, K, N);
+  cuda_linear_forward(gemm_, out, inp, weight, bias, M, K, N);
 }
 
 template <typename Act>
 void CudaBackend<Act>::linear_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
                                        const Act* inp, const Act* weight, int M, int K, int N) {
   float* partials = dbias ? scratch_of<float>(kPartials, size_t(column_chunks(M)) * N) : nullptr;
-  cuda_linear_backward(cublas_.get(), stream_.get(), dinp, dweight, dbias, dout, inp, weight, M, K,
-                       N, partials);
+  cuda_linear_backward(gemm_, dinp, dweight, dbias, dout, inp, weight, M, K, N, partials);
 }
 
 // ---- convolution subsampling ------------------------------------------------
@@ -261,8 +258,7 @@ void CudaBackend<Act>::conv2d_forward(Act* out, const Act* inp, const Act* weigh
   scratch.images_per_chunk = sizes.images_per_chunk;
   scratch.weight_rows = scratch_of<Act>(kConvWeightRows, sizes.weight_rows);
   scratch.columns = scratch_of<Act>(kConvColumns, sizes.columns);
-  cuda_conv2d_forward(cublas_.get(), stream_.get(), out, inp, weight, bias, B, Cin, H, W, Cout,
-                      relu, scratch);
+  cuda_conv2d_forward(gemm_, out, inp, weight, bias, B, Cin, H, W, Cout, relu, scratch);
 }
 
 template <typename Act>
@@ -277,8 +273,7 @@ void CudaBackend<Act>::conv2d_backward(Act* dinp, float* dweight, float* dbias, 
   if (dinp) scratch.dcolumns = scratch_of<Act>(kConvDcolumns, sizes.columns);
   if (dweight) scratch.dweight_rows = scratch_of<float>(kConvDweightRows, sizes.dweight_rows);
   if (dbias) scratch.partials = scratch_of<float>(kPartials, sizes.partials);
-  cuda_conv2d_backward(cublas_.get(), stream_.get(), dinp, dweight, dbias, dout, inp, weight, B,
-                       Cin, H, W, Cout, scratch);
+  cuda_conv2d_backward(gemm_, dinp, dweight, dbias, dout, inp, weight, B, Cin, H, W, Cout, scratch);
 }
 
 // ---- normalization ----------------------------------------------------------
@@ -347,16 +342,6 @@ void CudaBackend<Act>::swish_dropout_backward(Act* dinp, const Act* dout, const 
 }
 
 template <typename Act>
-void CudaBackend<Act>::glu_forward(Act* out, const Act* inp, int N, int C) {
-  cuda_glu_forward(out, inp, N, C, stream_.get());
-}
-
-template <typename Act>
-void CudaBackend<Act>::glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) {
-  cuda_glu_backward(dinp, dout, inp, N, C, stream_.get());
-}
-
-template <typename Act>
 void CudaBackend<Act>::residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
                                                  uint64_t seed, uint64_t offset, size_t n) {
   cuda_residual_dropout_backward(dbranch, dx, scale, p, seed, offset, n, stream_.get());
@@ -385,25 +370,25 @@ void CudaBackend<Act>::attention_backward(Act* dqkv, const Act* dout, const Act*
                           device_lengths(lengths, B, T), B, T, H, Dh, scale, stream_.get());
 }
 
-// ---- depthwise conv1d -------------------------------------------------------
+// ---- GLU + depthwise conv1d --------------------------------------------------
 
 template <typename Act>
-void CudaBackend<Act>::depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight,
-                                                const Act* bias, const int32_t* lengths, int B,
-                                                int T, int C, int K) {
-  cuda_depthwise_conv1d_forward(out, inp, weight, bias, device_lengths(lengths, B, T), B, T, C, K,
-                                stream_.get());
+void CudaBackend<Act>::glu_depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight,
+                                                    const Act* bias, const int32_t* lengths, int B,
+                                                    int T, int C, int K) {
+  cuda_glu_depthwise_conv1d_forward(out, inp, weight, bias, device_lengths(lengths, B, T), B, T, C,
+                                    K, stream_.get());
 }
 
 template <typename Act>
-void CudaBackend<Act>::depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias,
-                                                 const Act* dout, const Act* inp, const Act* weight,
-                                                 const int32_t* lengths, int B, int T, int C,
-                                                 int K) {
+void CudaBackend<Act>::glu_depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias,
+                                                     const Act* dout, const Act* inp,
+                                                     const Act* weight, const int32_t* lengths,
+                                                     int B, int T, int C, int K) {
   const int32_t* device = device_lengths(lengths, B, T);
-  float* partials = scratch_of<float>(kPartials, depthwise_conv1d_partials(B, T, C, K));
-  cuda_depthwise_conv1d_backward(dinp, dweight, dbias, dout, inp, weight, device, B, T, C, K,
-                                 partials, stream_.get());
+  float* partials = scratch_of<float>(kPartials, glu_depthwise_conv1d_partials(B, T, C, K));
+  cuda_glu_depthwise_conv1d_backward(dinp, dweight, dbias, dout, inp, weight, device, B, T, C, K,
+                                     partials, stream_.get());
 }
 
 // ---- output head and loss ---------------------------------------------------

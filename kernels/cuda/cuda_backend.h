@@ -40,6 +40,7 @@
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/cuda/cuda_resources.h"
 #include "kernels/cuda/device_arena.h"
+#include "kernels/cuda/gemm.h"
 #include "kernels/cuda/pinned_staging.h"
 
 namespace mpiasr {
@@ -57,7 +58,7 @@ struct CudaBackendOptions {
 template <typename Act>
 class CudaBackend : public Backend<Act, float> {
  public:
-  static constexpr size_t kCublasWorkspace = size_t(32) << 20;
+  static constexpr size_t kGemmWorkspace = size_t(32) << 20;
   // The pinned ring of host arguments: many steps' worth of lengths and CTC
   // arguments, so the host waits only when it is that far ahead.
   static constexpr size_t kStagingBytes = size_t(16) << 20;
@@ -119,8 +120,6 @@ class CudaBackend : public Backend<Act, float> {
                              size_t n) override;
   void swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p, uint64_t seed,
                               uint64_t offset, size_t n) override;
-  void glu_forward(Act* out, const Act* inp, int N, int C) override;
-  void glu_backward(Act* dinp, const Act* dout, const Act* inp, int N, int C) override;
 
   void residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p, uint64_t seed,
                                  uint64_t offset, size_t n) override;
@@ -131,11 +130,11 @@ class CudaBackend : public Backend<Act, float> {
                           const Act* qkv, const int32_t* lengths, int B, int T, int H, int Dh,
                           float scale) override;
 
-  void depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
-                                const int32_t* lengths, int B, int T, int C, int K) override;
-  void depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
-                                 const Act* inp, const Act* weight, const int32_t* lengths, int B,
-                                 int T, int C, int K) override;
+  void glu_depthwise_conv1d_forward(Act* out, const Act* inp, const Act* weight, const Act* bias,
+                                    const int32_t* lengths, int B, int T, int C, int K) override;
+  void glu_depthwise_conv1d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout,
+                                     const Act* inp, const Act* weight, const int32_t* lengths,
+                                     int B, int T, int C, int K) override;
 
   void log_softmax_forward(float* logprobs, const Act* logits, int N, int V) override;
   void ctc_loss(double* losses, Act* dlogits, const float* logprobs, const int32_t* targets,
@@ -199,8 +198,8 @@ class CudaBackend : public Backend<Act, float> {
   PinnedStaging staging_{kStagingBytes};
   std::array<InputSlot, 2> input_slots_;
   int input_slot_ = 0;  // the slot upload_input handed out last
-  CublasHandle cublas_;
-  void* cublas_workspace_ = nullptr;
+  CublasLtHandle cublas_lt_;
+  GemmContext gemm_;  // cublas_lt_, its workspace in the arena, stream_
   std::array<ScratchBuffer, kScratchCount> scratch_{};
   std::vector<int32_t> uploaded_lengths_;  // what the kLengths buffer holds
   int rope_frames_ = 0, rope_head_dim_ = 0;

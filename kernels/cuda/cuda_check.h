@@ -1,11 +1,11 @@
-// CUDA_CHECK and CUBLAS_CHECK run a CUDA runtime or cuBLAS call and, when it
+// CUDA_CHECK and CUBLAS_CHECK run a CUDA runtime or cuBLASLt call and, when it
 // fails, throw mpiasr::Error(kFailure) naming the call, the file, the line and
 // the library's own error string. Kernel launches are checked by
 // MPIASR_LAUNCH (kernels/cuda/launch.h). (NCCL_CHECK is in
 // mpi/cuda/nccl_check.h: only mpi uses NCCL.)
 #pragma once
 
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <string>
@@ -24,8 +24,8 @@ namespace mpiasr::cuda_detail {
 [[noreturn]] inline void cublas_call_failed(const char* call, cublasStatus_t code, const char* file,
                                             int line) {
   ::mpiasr::detail::fail(ExitCode::kFailure, file, line,
-                         std::string(call) + " failed: " + cublasGetStatusName(code) + ": " +
-                             cublasGetStatusString(code));
+                         std::string(call) + " failed: " + cublasLtGetStatusName(code) + ": " +
+                             cublasLtGetStatusString(code));
 }
 
 }  // namespace mpiasr::cuda_detail

@@ -1,12 +1,11 @@
 // RAII owners of CUDA handles: a stream, an event, pinned host memory and a
-// cuBLAS handle. Each
-// creates its handle in the constructor (checked), destroys it in the
+// cuBLASLt handle. Each creates its handle in the constructor (checked), destroys it in the
 // destructor (errors there are ignored: a destructor must not throw, and a
 // failing device has already reported through the calls that used it), and
 // is movable but not copyable.
 #pragma once
 
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 
 #include <utility>
@@ -118,24 +117,25 @@ class PinnedBuffer {
   size_t bytes_ = 0;
 };
 
-class CublasHandle {
+class CublasLtHandle {
  public:
-  CublasHandle() { CUBLAS_CHECK(cublasCreate(&handle_)); }
-  ~CublasHandle() {
-    if (handle_) (void)cublasDestroy(handle_);
+  CublasLtHandle() { CUBLAS_CHECK(cublasLtCreate(&handle_)); }
+  ~CublasLtHandle() {
+    if (handle_) (void)cublasLtDestroy(handle_);
   }
-  CublasHandle(CublasHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
-  CublasHandle& operator=(CublasHandle&& other) noexcept {
+  CublasLtHandle(CublasLtHandle&& other) noexcept
+      : handle_(std::exchange(other.handle_, nullptr)) {}
+  CublasLtHandle& operator=(CublasLtHandle&& other) noexcept {
     std::swap(handle_, other.handle_);
     return *this;
   }
-  CublasHandle(const CublasHandle&) = delete;
-  CublasHandle& operator=(const CublasHandle&) = delete;
+  CublasLtHandle(const CublasLtHandle&) = delete;
+  CublasLtHandle& operator=(const CublasLtHandle&) = delete;
 
-  cublasHandle_t get() const { return handle_; }
+  cublasLtHandle_t get() const { return handle_; }
 
  private:
-  cublasHandle_t handle_ = nullptr;
+  cublasLtHandle_t handle_ = nullptr;
 };
 
 }  // namespace mpiasr

@@ -1,22 +1,44 @@
-// 16-bit GEMM on cuBLAS with fp32 accumulation (see gemm.cpp).
+// 16-bit GEMM on cuBLASLt with fp32 accumulation and an optional epilogue
+// (see gemm.cpp).
 #pragma once
 
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace mpiasr {
 
-// C[b] = alpha op(A[b]) op(B[b]) + beta C[b] for b < batch, row-major like
-// Backend::gemm: op(A) is M x K, op(B) K x N, C[b] M x N. A and B are of
-// ab_type (CUDA_R_16F or CUDA_R_16BF); C is of ab_type or float (CUDA_R_32F,
-// for weight gradients accumulated with beta = 1). Runs on the handle's stream.
-void cuda_gemm(cublasHandle_t handle, bool trans_a, bool trans_b, int M, int N, int K, float alpha,
-               const void* A, int lda, int64_t stride_a, const void* B, int ldb, int64_t stride_b,
-               cudaDataType_t ab_type, float beta, void* C, cudaDataType_t c_type, int ldc,
-               int64_t stride_c, int batch);
+// Where cuda_gemm runs: a cuBLASLt handle, its workspace and the stream.
+struct GemmContext {
+  cublasLtHandle_t handle = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  cudaStream_t stream = nullptr;
+};
+
+// What cuBLASLt does with the product before it is stored, in cuda_gemm's
+// row-major terms (C [M, N], op(A) [M, K]), with `vector` its argument:
+//   kNone         nothing
+//   kRelu         C[m, n] = max(C[m, n], 0)
+//   kBias         C[m, n] += vector[n]                  (vector [N], C's type)
+//   kReluBias     C[m, n] = max(C[m, n] + vector[n], 0) (vector [N], C's type)
+//   kRowSumsOfA   vector[m] = sum_k op(A)[m, k]          (vector [M], C's type,
+//                 overwritten): the bias gradient, when op(A) is dout^T
+enum class GemmEpilogue { kNone, kRelu, kBias, kReluBias, kRowSumsOfA };
+
+// C = epilogue(alpha op(A) op(B) + beta C), row-major like Backend::gemm:
+// op(A) is M x K, op(B) K x N, C M x N. A and B are of ab_type (CUDA_R_16F or
+// CUDA_R_16BF); C is of ab_type or float (CUDA_R_32F, for weight gradients
+// accumulated with beta = 1). Returns false, having done nothing, only when
+// cuBLASLt has no algorithm for kRowSumsOfA with these types (the caller then
+// sums the rows itself); any other failure throws, naming the call.
+bool cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, int N, int K,
+               float alpha, const void* A, int lda, const void* B, int ldb, cudaDataType_t ab_type,
+               float beta, void* C, cudaDataType_t c_type, int ldc,
+               GemmEpilogue epilogue = GemmEpilogue::kNone, void* vector = nullptr);
 
 // The cuBLAS data type of a storage type.
 template <typename T>

@@ -1,44 +1,53 @@
-// Linear layer as cuBLAS GEMMs with the bias folded in (see linear.h).
+// Linear layer as cuBLASLt GEMMs with the bias in their epilogues (see linear.h).
 #include "kernels/cuda/linear.h"
 
 #include "kernels/cuda/column_sums.h"
-#include "kernels/cuda/gemm.h"
 
 namespace mpiasr {
 
 template <typename T>
-void cuda_linear_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
-                         const T* weight, const T* bias, int M, int K, int N) {
+void cuda_linear_forward(const GemmContext& gemm, T* out, const T* inp, const T* weight,
+                         const T* bias, int M, int K, int N) {
   constexpr cudaDataType_t type = cuda_data_type<T>();
-  if (bias) cuda_broadcast_rows(out, bias, M, N, stream);
-  // out [M, N] = inp [M, K] W^T + (bias ? out : 0)
-  cuda_gemm(handle, false, true, M, N, K, 1.0f, inp, K, 0, weight, K, 0, type, bias ? 1.0f : 0.0f,
-            out, type, N, 0, 1);
+  // out [M, N] = inp [M, K] W^T (+ bias on every row)
+  cuda_gemm(gemm, false, true, M, N, K, 1.0f, inp, K, weight, K, type, 0.0f, out, type, N,
+            bias ? GemmEpilogue::kBias : GemmEpilogue::kNone, const_cast<T*>(bias));
 }
 
 template <typename T>
-void cuda_linear_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
-                          float* dbias, const T* dout, const T* inp, const T* weight, int M, int K,
-                          int N, float* partials) {
+void cuda_linear_backward(const GemmContext& gemm, T* dinp, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int M, int K, int N,
+                          float* partials) {
   constexpr cudaDataType_t type = cuda_data_type<T>();
   // dinp [M, K] = dout [M, N] W [N, K]
-  if (dinp) {
-    cuda_gemm(handle, false, false, M, K, N, 1.0f, dout, N, 0, weight, K, 0, type, 0.0f, dinp, type,
-              K, 0, 1);
-  }
-  // dW [N, K] += dout^T [N, M] inp [M, K], accumulated in fp32
+  if (dinp)
+    cuda_gemm(gemm, false, false, M, K, N, 1.0f, dout, N, weight, K, type, 0.0f, dinp, type, K);
+  // dW [N, K] += dout^T [N, M] inp [M, K], accumulated in fp32; the row sums
+  // of dout^T, dbias's increment, into partials [N] on the way.
+  bool bias_summed = false;
   if (dweight) {
-    cuda_gemm(handle, true, false, N, K, M, 1.0f, dout, N, 0, inp, K, 0, type, 1.0f, dweight,
-              CUDA_R_32F, K, 0, 1);
+    if (dbias) {
+      bias_summed = cuda_gemm(gemm, true, false, N, K, M, 1.0f, dout, N, inp, K, type, 1.0f,
+                              dweight, CUDA_R_32F, K, GemmEpilogue::kRowSumsOfA, partials);
+    }
+    if (!bias_summed) {
+      cuda_gemm(gemm, true, false, N, K, M, 1.0f, dout, N, inp, K, type, 1.0f, dweight, CUDA_R_32F,
+                K);
+    }
   }
-  if (dbias) cuda_add_column_sums(dbias, dout, M, N, partials, stream);
+  if (!dbias) return;
+  if (bias_summed) {
+    cuda_add_partials(dbias, partials, 1, N, gemm.stream);
+  } else {
+    cuda_add_column_sums(dbias, dout, M, N, partials, gemm.stream);
+  }
 }
 
-#define MPIASR_INSTANTIATE(T)                                                                \
-  template void cuda_linear_forward<T>(cublasHandle_t, cudaStream_t, T*, const T*, const T*, \
-                                       const T*, int, int, int);                             \
-  template void cuda_linear_backward<T>(cublasHandle_t, cudaStream_t, T*, float*, float*,    \
-                                        const T*, const T*, const T*, int, int, int, float*);
+#define MPIASR_INSTANTIATE(T)                                                                     \
+  template void cuda_linear_forward<T>(const GemmContext&, T*, const T*, const T*, const T*, int, \
+                                       int, int);                                                 \
+  template void cuda_linear_backward<T>(const GemmContext&, T*, float*, float*, const T*,         \
+                                        const T*, const T*, int, int, int, float*);
 MPIASR_INSTANTIATE(__half)
 MPIASR_INSTANTIATE(__nv_bfloat16)
 #undef MPIASR_INSTANTIATE

@@ -5,24 +5,25 @@
 // backward:
 //   dinp[m, k]  = sum_n dout[m, n] W[n, k]             (T, overwritten)
 //   dW[n, k]   += sum_m dout[m, n] inp[m, k]           (fp32, accumulated)
-//   dbias[n]   += sum_m dout[m, n]                     (fp32, accumulated, column_sums.h)
-// Null dinp, dW or dbias skip that gradient; a null bias means none. The
-// forward pass broadcasts the bias into out and adds the GEMM with beta = 1.
+//   dbias[n]   += sum_m dout[m, n]                     (fp32, accumulated)
+// Null dinp, dW or dbias skip that gradient; a null bias means none. The bias
+// is added in the forward GEMM's epilogue; its gradient is summed in the dW
+// GEMM's epilogue into scratch and added to dbias (column_sums.h sums it
+// where cuBLASLt cannot, and when dW is not asked for).
 #pragma once
 
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
+#include "kernels/cuda/gemm.h"
 
 namespace mpiasr {
 
 template <typename T>
-void cuda_linear_forward(cublasHandle_t handle, cudaStream_t stream, T* out, const T* inp,
-                         const T* weight, const T* bias, int M, int K, int N);
+void cuda_linear_forward(const GemmContext& gemm, T* out, const T* inp, const T* weight,
+                         const T* bias, int M, int K, int N);
 
 // partials: column_chunks(M) * N floats of scratch when dbias is not null.
 template <typename T>
-void cuda_linear_backward(cublasHandle_t handle, cudaStream_t stream, T* dinp, float* dweight,
-                          float* dbias, const T* dout, const T* inp, const T* weight, int M, int K,
-                          int N, float* partials);
+void cuda_linear_backward(const GemmContext& gemm, T* dinp, float* dweight, float* dbias,
+                          const T* dout, const T* inp, const T* weight, int M, int K, int N,
+                          float* partials);
 
 }  // namespace mpiasr

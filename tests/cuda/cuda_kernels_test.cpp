@@ -323,9 +323,9 @@ TYPED_TEST(CudaLayerNorm, ResidualAndSwishFormsMatchCpu) {
   }
 }
 
-// C = 40 makes whole 128-bit packs (GLU rows too); C = 13 does not; the
-// dropout offset 13 keeps packs off the Philox blocks.
-TYPED_TEST(CudaActivations, ReluSwishGluForwardAndBackward) {
+// n = 64 x 80 makes whole 128-bit packs; 64 x 26 does not; the dropout
+// offset 13 keeps packs off the Philox blocks.
+TYPED_TEST(CudaActivations, ReluAndSwishForwardAndBackward) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
@@ -359,17 +359,6 @@ TYPED_TEST(CudaActivations, ReluSwishGluForwardAndBackward) {
                      "swish backward" + site);
       }
     }
-
-    // GLU: inp [N, 2C] -> [N, C]; dy's first N C values serve as the upstream gradient.
-    be.glu_forward(out.get(), d_x->get(), N, C);
-    std::vector<float> expected_glu(size_t(N) * C);
-    cpu().glu_forward(expected_glu.data(), x.data(), N, C);
-    expect_close(download(be, out.get(), size_t(N) * C), expected_glu, kActRtol<Act>, kActAtol<Act>,
-                 "glu" + what);
-    be.glu_backward(out.get(), d_dy->get(), d_x->get(), N, C);
-    cpu().glu_backward(expected.data(), dy.data(), x.data(), N, C);
-    expect_close(download(be, out.get(), n), expected, kActRtol<Act>, kActAtol<Act>,
-                 "glu backward" + what);
   }
 }
 
@@ -457,38 +446,39 @@ TYPED_TEST(CudaAttention, ForwardAndBackwardMatchCpu) {
   }
 }
 
-TYPED_TEST(CudaDepthwiseConv1d, MaskedForwardAndBackwardMatchCpu) {
+TYPED_TEST(CudaDepthwiseConv1d, GluThenMaskedConvolutionForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
   for (int K : {5, 31}) {
     const int B = 4, T = 40, C = 24;
     const int32_t lengths[B] = {40, 17, 1, 0};
-    const size_t n = size_t(B) * T * C, n_w = size_t(C) * K;
-    const auto inp = act_values<Act>(n, 80), w = act_values<Act>(n_w, 81),
+    const size_t n = size_t(B) * T * C, n_inp = 2 * n, n_w = size_t(C) * K;
+    const auto inp = act_values<Act>(n_inp, 80), w = act_values<Act>(n_w, 81),
                bias = act_values<Act>(size_t(C), 82);
     const auto dout = act_values<Act>(n, 83);
     const auto dw0 = random_floats(n_w, 84), db0 = random_floats(size_t(C), 85);
     auto d_inp = upload<Act>(be, inp), d_w = upload<Act>(be, w), d_bias = upload<Act>(be, bias);
     auto d_dout = upload<Act>(be, dout);
     auto d_dw = upload_float(be, dw0), d_db = upload_float(be, db0);
-    cuda_test::DeviceArray<Act> out(be, n), dinp(be, n);
+    cuda_test::DeviceArray<Act> out(be, n), dinp(be, n_inp);
     const std::string what = "K " + std::to_string(K);
 
-    be.depthwise_conv1d_forward(out.get(), d_inp->get(), d_w->get(), d_bias->get(), lengths, B, T,
-                                C, K);
+    be.glu_depthwise_conv1d_forward(out.get(), d_inp->get(), d_w->get(), d_bias->get(), lengths, B,
+                                    T, C, K);
     std::vector<float> expected_out(n);
-    cpu().depthwise_conv1d_forward(expected_out.data(), inp.data(), w.data(), bias.data(), lengths,
-                                   B, T, C, K);
+    cpu().glu_depthwise_conv1d_forward(expected_out.data(), inp.data(), w.data(), bias.data(),
+                                       lengths, B, T, C, K);
     expect_close(download(be, out.get(), n), expected_out, kActRtol<Act>, kActAtol<Act>,
                  "out, " + what);
 
-    be.depthwise_conv1d_backward(dinp.get(), d_dw->get(), d_db->get(), d_dout->get(), d_inp->get(),
-                                 d_w->get(), lengths, B, T, C, K);
-    std::vector<float> expected_dinp(n), expected_dw = dw0, expected_db = db0;
-    cpu().depthwise_conv1d_backward(expected_dinp.data(), expected_dw.data(), expected_db.data(),
-                                    dout.data(), inp.data(), w.data(), lengths, B, T, C, K);
-    expect_close(download(be, dinp.get(), n), expected_dinp, kActRtol<Act>, kActAtol<Act>,
+    be.glu_depthwise_conv1d_backward(dinp.get(), d_dw->get(), d_db->get(), d_dout->get(),
+                                     d_inp->get(), d_w->get(), lengths, B, T, C, K);
+    std::vector<float> expected_dinp(n_inp), expected_dw = dw0, expected_db = db0;
+    cpu().glu_depthwise_conv1d_backward(expected_dinp.data(), expected_dw.data(),
+                                        expected_db.data(), dout.data(), inp.data(), w.data(),
+                                        lengths, B, T, C, K);
+    expect_close(download(be, dinp.get(), n_inp), expected_dinp, kActRtol<Act>, kActAtol<Act>,
                  "dinp, " + what);
     expect_close(download(be, d_dw->get(), n_w), expected_dw, kFloatRtol, 1e-4, "dweight, " + what);
     expect_close(download(be, d_db->get(), size_t(C)), expected_db, kFloatRtol, 1e-4,

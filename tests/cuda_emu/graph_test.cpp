@@ -7,7 +7,7 @@
 // in order as often as launched; capture's rules: synchronizing or allocating
 // while capturing fails and invalidates the capture, a forked stream must be
 // joined back, a captured event cannot be waited on by the host.
-#include <cublas_v2.h>
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -236,13 +236,17 @@ TEST(EmulatedGraphs, AForkedStreamMustBeJoinedBack) {
   EXPECT_EQ(cudaFree(y), cudaSuccess);
 }
 
-// A captured GEMM keeps the alpha it was called with and reads its inputs at replay.
-TEST(EmulatedGraphs, CublasGemmsAreCapturedWithTheirScalars) {
-  cublasHandle_t handle = nullptr;
-  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+// A captured matmul keeps the alpha it was called with and reads its inputs at replay.
+TEST(EmulatedGraphs, CublasLtMatmulsAreCapturedWithTheirScalars) {
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS);
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, c = nullptr;
+  ASSERT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&a, CUDA_R_16F, 2, 2, 2), CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtMatrixLayoutCreate(&c, CUDA_R_32F, 2, 2, 2), CUBLAS_STATUS_SUCCESS);
   __half* A = device_array<__half>(4);
   float* C = device_array<float>(4);
   const std::vector<__half> ones(4, __half(1.0f)), twos(4, __half(2.0f));
@@ -250,10 +254,9 @@ TEST(EmulatedGraphs, CublasGemmsAreCapturedWithTheirScalars) {
   float alpha = 0.5f, beta = 0.0f;
   emu::reset_api_counts();
   ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  ASSERT_EQ(
-      cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, 2, 2, 2, &alpha, A, CUDA_R_16F, 2, A,
-                   CUDA_R_16F, 2, &beta, C, CUDA_R_32F, 2, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-      CUBLAS_STATUS_SUCCESS);
+  ASSERT_EQ(cublasLtMatmul(handle, desc, &alpha, A, a, A, a, &beta, C, c, C, c, nullptr, nullptr, 0,
+                           stream),
+            CUBLAS_STATUS_SUCCESS);
   cudaGraph_t graph = nullptr;
   ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
   EXPECT_EQ(emu::api_counts().launches, 1u);
@@ -270,7 +273,10 @@ TEST(EmulatedGraphs, CublasGemmsAreCapturedWithTheirScalars) {
   EXPECT_EQ(cudaFree(A), cudaSuccess);
   EXPECT_EQ(cudaFree(C), cudaSuccess);
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
-  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatrixLayoutDestroy(a), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatrixLayoutDestroy(c), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtMatmulDescDestroy(desc), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtDestroy(handle), CUBLAS_STATUS_SUCCESS);
 }
 
 }  // namespace

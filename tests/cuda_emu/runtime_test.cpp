@@ -1,8 +1,9 @@
-// The CUDA runtime and cuBLAS on the CPU (kernels/cuda_emu/runtime.h,
-// cublas.h): memory, copies and the checks on device ranges; devices; streams
-// and events with their handle checks; the error codes and strings; and the
-// GEMMs against a column-major product computed in double from the definition.
-#include <cublas_v2.h>
+// The CUDA runtime and cuBLASLt on the CPU (kernels/cuda_emu/runtime.h,
+// cublas_lt.h): memory, copies and the checks on device ranges; devices;
+// streams and events with their handle checks; the error codes and strings;
+// and the matmuls with every epilogue against a column-major product, biases
+// and sums computed in double from the definition.
+#include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -150,29 +151,27 @@ TEST(EmulatedRuntime, ErrorNamesAndStringsAreCudas) {
   EXPECT_STREQ(cudaGetErrorString(cudaErrorInvalidResourceHandle), "invalid resource handle");
   EXPECT_STREQ(cudaGetErrorName(cudaErrorNotReady), "cudaErrorNotReady");
   EXPECT_STREQ(cudaGetErrorString(cudaErrorNotReady), "device not ready");
-  EXPECT_STREQ(cublasGetStatusName(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
-  EXPECT_STREQ(cublasGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED),
+  EXPECT_STREQ(cublasLtGetStatusName(CUBLAS_STATUS_INVALID_VALUE), "CUBLAS_STATUS_INVALID_VALUE");
+  EXPECT_STREQ(cublasLtGetStatusString(CUBLAS_STATUS_NOT_SUPPORTED),
                "the functionality requested is not supported");
 }
 
-// C[b] = alpha op(A[b]) op(B[b]) + beta C[b], column-major, from the definition in double.
+// C = alpha op(A) op(B) + beta C, column-major, from the definition in double.
 std::vector<double> reference_gemm(bool ta, bool tb, int m, int n, int k, double alpha,
-                                   const std::vector<float>& A, int lda, long long sa,
-                                   const std::vector<float>& B, int ldb, long long sb, double beta,
-                                   const std::vector<float>& C, int ldc, long long sc, int batch) {
+                                   const std::vector<float>& A, int lda,
+                                   const std::vector<float>& B, int ldb, double beta,
+                                   const std::vector<float>& C, int ldc) {
   std::vector<double> out(C.begin(), C.end());
-  for (int b = 0; b < batch; ++b) {
-    for (int j = 0; j < n; ++j) {
-      for (int i = 0; i < m; ++i) {
-        double sum = 0.0;
-        for (int p = 0; p < k; ++p) {
-          const double a = A[size_t(b * sa + (ta ? i * lda + p : p * lda + i))];
-          const double x = B[size_t(b * sb + (tb ? p * ldb + j : j * ldb + p))];
-          sum += a * x;
-        }
-        double& c = out[size_t(b * sc + j * ldc + i)];
-        c = alpha * sum + (beta == 0.0 ? 0.0 : beta * c);
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) {
+      double sum = 0.0;
+      for (int p = 0; p < k; ++p) {
+        const double a = A[size_t(ta ? i * lda + p : p * lda + i)];
+        const double x = B[size_t(tb ? p * ldb + j : j * ldb + p)];
+        sum += a * x;
       }
+      double& c = out[size_t(j * ldc + i)];
+      c = alpha * sum + (beta == 0.0 ? 0.0 : beta * c);
     }
   }
   return out;
@@ -206,103 +205,201 @@ std::vector<float> download(const T* device, size_t n) {
   return out;
 }
 
-// Every transpose, half and float C, strides with gaps, padding rows (ldc > m)
+// The descriptors of one matmul, as kernels/cuda/gemm.cpp makes them.
+struct Matmul {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulPreference_t preference = nullptr;
+  Matmul(bool ta, bool tb, int m, int n, int k, int lda, int ldb, int ldc, cudaDataType ab_type,
+         cudaDataType c_type, cublasLtEpilogue_t epilogue, void* bias) {
+    EXPECT_EQ(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F),
+              CUBLAS_STATUS_SUCCESS);
+    const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
+    EXPECT_EQ(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)),
+        CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(
+        cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)),
+        CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                                             sizeof(epilogue)),
+              CUBLAS_STATUS_SUCCESS);
+    if (bias) {
+      EXPECT_EQ(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                               sizeof(bias)),
+                CUBLAS_STATUS_SUCCESS);
+    }
+    EXPECT_EQ(cublasLtMatrixLayoutCreate(&a, ab_type, ta ? k : m, ta ? m : k, lda),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatrixLayoutCreate(&b, ab_type, tb ? n : k, tb ? k : n, ldb),
+              CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatrixLayoutCreate(&c, c_type, m, n, ldc), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(cublasLtMatmulPreferenceCreate(&preference), CUBLAS_STATUS_SUCCESS);
+  }
+  ~Matmul() {
+    cublasLtMatmulPreferenceDestroy(preference);
+    for (cublasLtMatrixLayout_t layout : {a, b, c}) cublasLtMatrixLayoutDestroy(layout);
+    cublasLtMatmulDescDestroy(desc);
+  }
+  int algorithms(cublasLtHandle_t handle) const {
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = -1;
+    cublasLtMatmulAlgoGetHeuristic(handle, desc, a, b, c, c, preference, 1, &result, &found);
+    return found;
+  }
+  cublasStatus_t run(cublasLtHandle_t handle, const float* alpha, const void* A, const void* B,
+                     const float* beta, void* C, cudaStream_t stream) const {
+    return cublasLtMatmul(handle, desc, alpha, A, a, B, b, beta, C, c, C, c, nullptr, nullptr, 0,
+                          stream);
+  }
+};
+
+// Every transpose, half and float C, every epilogue, padding rows (ldc > m)
 // left alone, and beta = 0 ignoring what C held (NaN).
-TEST(EmulatedCublas, GemmsMatchTheColumnMajorDefinition) {
-  cublasHandle_t handle = nullptr;
-  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+TEST(EmulatedCublasLt, MatmulsMatchTheColumnMajorDefinition) {
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  EXPECT_EQ(cublasSetStream(handle, stream), CUBLAS_STATUS_SUCCESS);
-  const int m = 13, n = 9, k = 21, batch = 3;
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      for (bool half_c : {true, false}) {
-        for (float beta : {0.0f, 0.5f}) {
-          const int lda = (ta ? k : m) + 2, ldb = (tb ? n : k) + 1, ldc = m + 3;
-          const long long sa = (long long)lda * (ta ? m : k) + 5;
-          const long long sb = (long long)ldb * (tb ? k : n) + 7;
-          const long long sc = (long long)ldc * n + 4;
-          const std::vector<float> A = random_halves(size_t(sa * batch), 1);
-          const std::vector<float> B = random_halves(size_t(sb * batch), 2);
-          std::vector<float> C = random_halves(size_t(sc * batch), 3);
-          if (beta == 0.0f) C[size_t(2 * ldc + 1)] = std::numeric_limits<float>::quiet_NaN();
-          const float alpha = 0.75f;
-          const std::vector<double> expected = reference_gemm(ta, tb, m, n, k, alpha, A, lda, sa, B,
-                                                              ldb, sb, beta, C, ldc, sc, batch);
-          __half* dA = upload<__half>(A);
-          __half* dB = upload<__half>(B);
-          void* dC = half_c ? static_cast<void*>(upload<__half>(C)) : upload<float>(C);
-          const cublasOperation_t op_a = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-          const cublasOperation_t op_b = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
-          const cudaDataType c_type = half_c ? CUDA_R_16F : CUDA_R_32F;
-          ASSERT_EQ(
-              cublasGemmStridedBatchedEx(handle, op_a, op_b, m, n, k, &alpha, dA, CUDA_R_16F, lda,
-                                         sa, dB, CUDA_R_16F, ldb, sb, &beta, dC, c_type, ldc, sc,
-                                         batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-              CUBLAS_STATUS_SUCCESS);
-          const std::vector<float> got = half_c ? download(static_cast<__half*>(dC), C.size())
-                                                : download(static_cast<float*>(dC), C.size());
-          for (size_t i = 0; i < C.size(); ++i) {
-            const long long in_batch = (long long)i % sc;
-            const bool inside = in_batch < (long long)ldc * n && in_batch % ldc < m;
-            if (!inside) {
-              EXPECT_TRUE(std::isnan(C[i]) ? std::isnan(got[i]) : got[i] == C[i]) << i;
-              continue;
+  const int m = 13, n = 9, k = 21;
+  const cublasLtEpilogue_t epilogues[] = {CUBLASLT_EPILOGUE_DEFAULT, CUBLASLT_EPILOGUE_RELU,
+                                          CUBLASLT_EPILOGUE_BIAS,    CUBLASLT_EPILOGUE_RELU_BIAS,
+                                          CUBLASLT_EPILOGUE_BGRADA,  CUBLASLT_EPILOGUE_BGRADB};
+  for (cublasLtEpilogue_t epilogue : epilogues) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (bool half_c : {true, false}) {
+          for (float beta : {0.0f, 0.5f}) {
+            const int lda = (ta ? k : m) + 2, ldb = (tb ? n : k) + 1, ldc = m + 3;
+            const std::vector<float> A = random_halves(size_t(lda) * (ta ? m : k), 1);
+            const std::vector<float> B = random_halves(size_t(ldb) * (tb ? k : n), 2);
+            std::vector<float> C = random_halves(size_t(ldc) * n, 3);
+            if (beta == 0.0f) C[size_t(2 * ldc + 1)] = std::numeric_limits<float>::quiet_NaN();
+            const std::vector<float> bias = random_halves(size_t(std::max(m, n)), 4);
+            const float alpha = 0.75f;
+            std::vector<double> expected =
+                reference_gemm(ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc);
+            const bool adds_bias =
+                epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+            const bool relu =
+                epilogue == CUBLASLT_EPILOGUE_RELU || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+            for (int j = 0; j < n; ++j) {
+              for (int i = 0; i < m; ++i) {
+                double& value = expected[size_t(j * ldc + i)];
+                if (adds_bias) value += bias[size_t(i)];
+                if (relu) value = std::max(value, 0.0);
+              }
             }
-            // float sums in another order; half C: plus one rounding.
-            const double tolerance = half_c ? 1e-3 * std::abs(expected[i]) + 1e-3 : 1e-5;
-            ASSERT_NEAR(got[i], expected[i], tolerance)
-                << "ta " << ta << " tb " << tb << " half C " << half_c << " beta " << beta
-                << " element " << i;
-          }
-          // The first matrix alone, through cublasGemmEx.
-          void* single = half_c ? static_cast<void*>(upload<__half>(C)) : upload<float>(C);
-          ASSERT_EQ(cublasGemmEx(handle, op_a, op_b, m, n, k, &alpha, dA, CUDA_R_16F, lda, dB,
-                                 CUDA_R_16F, ldb, &beta, single, c_type, ldc, CUBLAS_COMPUTE_32F,
-                                 CUBLAS_GEMM_DEFAULT),
-                    CUBLAS_STATUS_SUCCESS);
-          const std::vector<float> first = half_c
-                                               ? download(static_cast<__half*>(single), size_t(sc))
-                                               : download(static_cast<float*>(single), size_t(sc));
-          for (size_t i = 0; i < size_t(sc); ++i) {
-            EXPECT_TRUE(first[i] == got[i] || (std::isnan(first[i]) && std::isnan(got[i]))) << i;
-          }
-          for (void* p : {static_cast<void*>(dA), static_cast<void*>(dB), dC, single}) {
-            EXPECT_EQ(cudaFree(p), cudaSuccess);
+            // BGRADA: sums over k of op(A)'s rows; BGRADB: of op(B)'s columns.
+            std::vector<double> sums;
+            if (epilogue == CUBLASLT_EPILOGUE_BGRADA) {
+              for (int i = 0; i < m; ++i) {
+                double sum = 0.0;
+                for (int p = 0; p < k; ++p) sum += A[size_t(ta ? i * lda + p : p * lda + i)];
+                sums.push_back(sum);
+              }
+            }
+            if (epilogue == CUBLASLT_EPILOGUE_BGRADB) {
+              for (int j = 0; j < n; ++j) {
+                double sum = 0.0;
+                for (int p = 0; p < k; ++p) sum += B[size_t(tb ? p * ldb + j : j * ldb + p)];
+                sums.push_back(sum);
+              }
+            }
+            __half* dA = upload<__half>(A);
+            __half* dB = upload<__half>(B);
+            void* dC = half_c ? static_cast<void*>(upload<__half>(C)) : upload<float>(C);
+            // A bias has C's type; a bias gradient is written in C's type.
+            void* dbias = half_c ? static_cast<void*>(upload<__half>(bias)) : upload<float>(bias);
+            const cudaDataType c_type = half_c ? CUDA_R_16F : CUDA_R_32F;
+            const bool takes_vector = adds_bias || !sums.empty();
+            const Matmul mm(ta, tb, m, n, k, lda, ldb, ldc, CUDA_R_16F, c_type, epilogue,
+                            takes_vector ? dbias : nullptr);
+            EXPECT_EQ(mm.algorithms(handle), 1);
+            ASSERT_EQ(mm.run(handle, &alpha, dA, dB, &beta, dC, stream), CUBLAS_STATUS_SUCCESS);
+            const std::vector<float> got = half_c ? download(static_cast<__half*>(dC), C.size())
+                                                  : download(static_cast<float*>(dC), C.size());
+            for (size_t i = 0; i < C.size(); ++i) {
+              const bool inside = i % size_t(ldc) < size_t(m);
+              if (!inside) {
+                EXPECT_TRUE(std::isnan(C[i]) ? std::isnan(got[i]) : got[i] == C[i]) << i;
+                continue;
+              }
+              // float sums in another order; half C: plus one rounding.
+              const double tolerance = half_c ? 1e-3 * std::abs(expected[i]) + 1e-3 : 1e-5;
+              ASSERT_NEAR(got[i], expected[i], tolerance)
+                  << "epilogue " << epilogue << " ta " << ta << " tb " << tb << " half C " << half_c
+                  << " beta " << beta << " element " << i;
+            }
+            const std::vector<float> vector =
+                half_c ? download(static_cast<__half*>(dbias), bias.size())
+                       : download(static_cast<float*>(dbias), bias.size());
+            for (size_t i = 0; i < bias.size(); ++i) {
+              if (i < sums.size()) {
+                const double tolerance = half_c ? 1e-3 * std::abs(sums[i]) + 1e-3 : 1e-5;
+                ASSERT_NEAR(vector[i], sums[i], tolerance) << "epilogue " << epilogue << " " << i;
+              } else {
+                EXPECT_EQ(vector[i], bias[i]) << "epilogue " << epilogue << " " << i;
+              }
+            }
+            for (void* p : {static_cast<void*>(dA), static_cast<void*>(dB), dC, dbias}) {
+              EXPECT_EQ(cudaFree(p), cudaSuccess);
+            }
           }
         }
       }
     }
   }
   EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
-  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtDestroy(handle), CUBLAS_STATUS_SUCCESS);
 }
 
-TEST(EmulatedCublas, BadArgumentsGiveCublasStatuses) {
-  cublasHandle_t handle = nullptr;
-  ASSERT_EQ(cublasCreate(&handle), CUBLAS_STATUS_SUCCESS);
+TEST(EmulatedCublasLt, BadArgumentsGiveCublasStatuses) {
+  cublasLtHandle_t handle = nullptr;
+  ASSERT_EQ(cublasLtCreate(&handle), CUBLAS_STATUS_SUCCESS);
   __half* A = upload<__half>(std::vector<float>(64, 1.0f));
   float* C = upload<float>(std::vector<float>(64, 0.0f));
   const float one = 1.0f, zero = 0.0f;
-  auto gemm = [&](cublasHandle_t h, int lda, cudaDataType a_type, cublasComputeType_t compute) {
-    return cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, 4, 4, 4, &one, A, a_type, lda, A, CUDA_R_16F,
-                        4, &zero, C, CUDA_R_32F, 4, compute, CUBLAS_GEMM_DEFAULT);
-  };
-  EXPECT_EQ(gemm(handle, 4, CUDA_R_16F, CUBLAS_COMPUTE_32F), CUBLAS_STATUS_SUCCESS);
-  EXPECT_EQ(download(C, 16), std::vector<float>(16, 4.0f));
-  EXPECT_EQ(gemm(nullptr, 4, CUDA_R_16F, CUBLAS_COMPUTE_32F), CUBLAS_STATUS_NOT_INITIALIZED);
-  EXPECT_EQ(gemm(handle, 3, CUDA_R_16F, CUBLAS_COMPUTE_32F), CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(gemm(handle, 4, CUDA_R_32F, CUBLAS_COMPUTE_32F), CUBLAS_STATUS_NOT_SUPPORTED);
-  EXPECT_EQ(gemm(handle, 4, CUDA_R_16F, cublasComputeType_t(64)), CUBLAS_STATUS_NOT_SUPPORTED);
-  EXPECT_EQ(cublasSetWorkspace(handle, nullptr, 256), CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasSetWorkspace(handle, C, 256), CUBLAS_STATUS_SUCCESS);
-  cudaStream_t destroyed = nullptr;
-  ASSERT_EQ(cudaStreamCreate(&destroyed), cudaSuccess);
-  ASSERT_EQ(cudaStreamDestroy(destroyed), cudaSuccess);
-  EXPECT_EQ(cublasSetStream(handle, destroyed), CUBLAS_STATUS_INVALID_VALUE);
-  EXPECT_EQ(cublasDestroy(handle), CUBLAS_STATUS_SUCCESS);
-  EXPECT_EQ(cublasDestroy(nullptr), CUBLAS_STATUS_NOT_INITIALIZED);
+  {
+    const Matmul mm(false, false, 4, 4, 4, 4, 4, 4, CUDA_R_16F, CUDA_R_32F,
+                    CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+    EXPECT_EQ(mm.run(handle, &one, A, A, &zero, C, nullptr), CUBLAS_STATUS_SUCCESS);
+    EXPECT_EQ(download(C, 16), std::vector<float>(16, 4.0f));
+    EXPECT_EQ(mm.run(nullptr, &one, A, A, &zero, C, nullptr), CUBLAS_STATUS_NOT_INITIALIZED);
+    EXPECT_EQ(mm.algorithms(nullptr), 0);
+    cudaStream_t destroyed = nullptr;
+    ASSERT_EQ(cudaStreamCreate(&destroyed), cudaSuccess);
+    ASSERT_EQ(cudaStreamDestroy(destroyed), cudaSuccess);
+    EXPECT_EQ(mm.run(handle, &one, A, A, &zero, C, destroyed), CUBLAS_STATUS_INVALID_VALUE);
+    // An attribute of the wrong size, and one the emulator does not model.
+    const int32_t small = 0;
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &small,
+                                             sizeof(small)),
+              CUBLAS_STATUS_INVALID_VALUE);
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(mm.desc, cublasLtMatmulDescAttributes_t(9), &small,
+                                             sizeof(small)),
+              CUBLAS_STATUS_NOT_SUPPORTED);
+    const cublasLtEpilogue_t dgelu = cublasLtEpilogue_t(192);
+    EXPECT_EQ(cublasLtMatmulDescSetAttribute(mm.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &dgelu,
+                                             sizeof(dgelu)),
+              CUBLAS_STATUS_NOT_SUPPORTED);
+  }
+  // A leading dimension shorter than the rows; fp32 inputs; a bias without its pointer.
+  EXPECT_EQ(Matmul(false, false, 4, 4, 4, 3, 4, 4, CUDA_R_16F, CUDA_R_32F,
+                   CUBLASLT_EPILOGUE_DEFAULT, nullptr)
+                .run(handle, &one, A, A, &zero, C, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
+  const Matmul fp32_inputs(false, false, 4, 4, 4, 4, 4, 4, CUDA_R_32F, CUDA_R_32F,
+                           CUBLASLT_EPILOGUE_DEFAULT, nullptr);
+  EXPECT_EQ(fp32_inputs.run(handle, &one, A, A, &zero, C, nullptr), CUBLAS_STATUS_NOT_SUPPORTED);
+  EXPECT_EQ(fp32_inputs.algorithms(handle), 0);
+  EXPECT_EQ(Matmul(false, false, 4, 4, 4, 4, 4, 4, CUDA_R_16F, CUDA_R_32F, CUBLASLT_EPILOGUE_BIAS,
+                   nullptr)
+                .run(handle, &one, A, A, &zero, C, nullptr),
+            CUBLAS_STATUS_INVALID_VALUE);
+  EXPECT_EQ(cublasLtDestroy(handle), CUBLAS_STATUS_SUCCESS);
+  EXPECT_EQ(cublasLtDestroy(nullptr), CUBLAS_STATUS_NOT_INITIALIZED);
   EXPECT_EQ(cudaFree(A), cudaSuccess);
   EXPECT_EQ(cudaFree(C), cudaSuccess);
 }

@@ -276,7 +276,7 @@ row() {  # step status [text in details]
   grep -qE "^$1 +$2 .*${3:-}" <<< "$summary" || fail "run.sh's table has no '$1 $2 ${3:-}' row:
 $summary"
 }
-row libraries PASS 'libcublas.so.13 .*CUDA toolkit'
+row libraries PASS 'libcublasLt.so.13 .*CUDA toolkit'
 row probe SKIP 'no nvidia-smi'
 row allocator PASS '[0-9]+ passed'
 row kernels SKIP '[0-9]+ passed, [0-9]+ skipped: no CUDA device'

@@ -88,7 +88,7 @@ TEST(Activations, ForwardMatchesFormulas) {
   cpu_relu_forward(relu_out.data(), x.data(), n);
   backend.swish_dropout_forward(swish_out.data(), x.data(), 0.0f, 5, 8, n);
   backend.swish_dropout_forward(swish_dropped.data(), x.data(), 0.2f, 5, 8, n);
-  backend.glu_forward(glu_out.data(), x.data(), N, C);
+  cpu_glu_forward(glu_out.data(), x.data(), N, C);
   for (size_t i = 0; i < n; ++i) {
     EXPECT_EQ(relu_out[i], x[i] > 0 ? x[i] : 0.0);
     const double swish = x[i] * reference_sigmoid(x[i]);
@@ -130,10 +130,10 @@ TEST(Activations, BackwardMatchesFiniteDifferences) {
 
   std::vector<double> glu_out(size_t(N) * C);
   auto glu_loss = [&] {
-    backend.glu_forward(glu_out.data(), x.data(), N, C);
+    cpu_glu_forward(glu_out.data(), x.data(), N, C);
     return testing::dot(g_glu, glu_out);
   };
-  backend.glu_backward(dx.data(), g_glu.data(), x.data(), N, C);
+  cpu_glu_backward(dx.data(), g_glu.data(), x.data(), N, C);
   EXPECT_LT(relative_error(dx, testing::numeric_gradient(x, glu_loss)), kGradTolerance);
 }
 
@@ -153,11 +153,11 @@ TEST(Activations, FloatMatchesDouble) {
   d.swish_dropout_backward(dx_d.data(), g.data(), x.data(), 0.1f, 3, 0, n);
   f.swish_dropout_backward(dx_f.data(), g_f.data(), x_f.data(), 0.1f, 3, 0, n);
   EXPECT_LT(relative_error(testing::to_double(dx_f), dx_d), testing::kFloatTolerance);
-  d.glu_forward(out_d.data(), x.data(), N, C);
-  f.glu_forward(out_f.data(), x_f.data(), N, C);
+  cpu_glu_forward(out_d.data(), x.data(), N, C);
+  cpu_glu_forward(out_f.data(), x_f.data(), N, C);
   EXPECT_LT(relative_error(testing::to_double(out_f), out_d), testing::kFloatTolerance);
-  d.glu_backward(dx_d.data(), g.data(), x.data(), N, C);
-  f.glu_backward(dx_f.data(), g_f.data(), x_f.data(), N, C);
+  cpu_glu_backward(dx_d.data(), g.data(), x.data(), N, C);
+  cpu_glu_backward(dx_f.data(), g_f.data(), x_f.data(), N, C);
   EXPECT_LT(relative_error(testing::to_double(dx_f), dx_d), testing::kFloatTolerance);
 }
 

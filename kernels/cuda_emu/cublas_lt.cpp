@@ -1,0 +1,338 @@
+// cuBLASLt matmuls through the CPU backend's GEMM (see cublas_lt.h). A
+// column-major product D = op(A) op(B) (m x n) is the row-major product
+// D^T = op(B)^T op(A)^T (n x m) over the same memory, so cpu_gemm gets B
+// before A with the same transpose flags and m and n swapped (the mirror of
+// kernels/cuda/gemm.cpp).
+#include "kernels/cuda_emu/cublas_lt.h"
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cpu/gemm.h"
+
+struct cublasLtContext {};
+
+namespace {
+
+bool is_16bit(cudaDataType type) {
+  return type == CUDA_R_16F || type == CUDA_R_16BF;
+}
+
+// Elements a column-major rows x cols matrix with leading dimension ld spans.
+size_t span(uint64_t rows, uint64_t cols, int64_t ld) {
+  return rows == 0 || cols == 0 ? 0 : size_t(ld) * size_t(cols - 1) + size_t(rows);
+}
+
+float load(const void* x, cudaDataType type, size_t at) {
+  switch (type) {
+    case CUDA_R_16F:
+      return __half2float(static_cast<const __half*>(x)[at]);
+    case CUDA_R_16BF:
+      return __bfloat162float(static_cast<const __nv_bfloat16*>(x)[at]);
+    default:
+      return static_cast<const float*>(x)[at];
+  }
+}
+
+void store(void* x, cudaDataType type, size_t at, float value) {
+  switch (type) {
+    case CUDA_R_16F:
+      static_cast<__half*>(x)[at] = __float2half_rn(value);
+      break;
+    case CUDA_R_16BF:
+      static_cast<__nv_bfloat16*>(x)[at] = __float2bfloat16_rn(value);
+      break;
+    default:
+      static_cast<float*>(x)[at] = value;
+  }
+}
+
+std::vector<float> to_floats(const void* x, cudaDataType type, size_t count) {
+  std::vector<float> out(count);
+  for (size_t i = 0; i < count; ++i) out[i] = load(x, type, i);
+  return out;
+}
+
+// One matmul's arguments as checked: op(A) m x k, op(B) k x n, C and D m x n.
+struct Matmul {
+  bool ta = false, tb = false;
+  uint64_t m = 0, n = 0, k = 0;
+  cudaDataType ab_type = CUDA_R_16F, cd_type = CUDA_R_32F, bias_type = CUDA_R_32F;
+  cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_DEFAULT;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  void* bias = nullptr;
+};
+
+bool has_bias(cublasLtEpilogue_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_BIAS || epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+}
+bool has_bias_gradient(cublasLtEpilogue_t epilogue) {
+  return epilogue == CUBLASLT_EPILOGUE_BGRADA || epilogue == CUBLASLT_EPILOGUE_BGRADB;
+}
+
+cublasStatus_t check(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                     cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                     Matmul* out) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  if (!desc || !a || !b || !c || !d) return CUBLAS_STATUS_INVALID_VALUE;
+  if (desc->compute_type != CUBLAS_COMPUTE_32F || desc->scale_type != CUDA_R_32F ||
+      !is_16bit(a->type) || b->type != a->type || (c->type != a->type && c->type != CUDA_R_32F)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  if (c->type != d->type || c->rows != d->rows || c->cols != d->cols || c->ld != d->ld) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
+  }
+  Matmul mm;
+  mm.ta = desc->transa != CUBLAS_OP_N;
+  mm.tb = desc->transb != CUBLAS_OP_N;  // real data: C is T
+  mm.m = d->rows;
+  mm.n = d->cols;
+  mm.k = mm.ta ? a->rows : a->cols;
+  const uint64_t a_m = mm.ta ? a->cols : a->rows;
+  const uint64_t b_k = mm.tb ? b->cols : b->rows, b_n = mm.tb ? b->rows : b->cols;
+  const auto ld_fits = [](cublasLtMatrixLayout_t x) {
+    return x->ld >= std::max<int64_t>(1, int64_t(x->rows));
+  };
+  if (a_m != mm.m || b_k != mm.k || b_n != mm.n || !ld_fits(a) || !ld_fits(b) || !ld_fits(d)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  mm.ab_type = a->type;
+  mm.cd_type = d->type;
+  mm.lda = a->ld;
+  mm.ldb = b->ld;
+  mm.ldc = d->ld;
+  mm.epilogue = desc->epilogue;
+  mm.bias = desc->bias;
+  if (has_bias(mm.epilogue) || has_bias_gradient(mm.epilogue)) {
+    // A bias has D's type, a bias gradient C's (the same here).
+    if (!mm.bias) return CUBLAS_STATUS_INVALID_VALUE;
+    if (desc->bias_type != -1 && desc->bias_type != int32_t(d->type)) {
+      return CUBLAS_STATUS_NOT_SUPPORTED;
+    }
+    mm.bias_type = d->type;
+  }
+  *out = mm;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+void multiply(const Matmul& mm, float alpha, const void* A, const void* B, float beta,
+              const void* C, void* D) {
+  const size_t span_a = span(mm.ta ? mm.k : mm.m, mm.ta ? mm.m : mm.k, mm.lda);
+  const size_t span_b = span(mm.tb ? mm.n : mm.k, mm.tb ? mm.k : mm.n, mm.ldb);
+  const size_t span_d = span(mm.m, mm.n, mm.ldc);
+  const std::vector<float> fa = to_floats(A, mm.ab_type, span_a);
+  const std::vector<float> fb = to_floats(B, mm.ab_type, span_b);
+  // beta == 0: C is not read (it may hold anything, NaN included).
+  std::vector<float> fd =
+      beta == 0.0f ? std::vector<float>(span_d, 0.0f) : to_floats(C, mm.cd_type, span_d);
+  const int m = int(mm.m), n = int(mm.n), k = int(mm.k);
+  mpiasr::cpu_gemm<float>(mm.tb, mm.ta, n, m, k, alpha, fb.data(), int(mm.ldb), int64_t(span_b),
+                          fa.data(), int(mm.lda), int64_t(span_a), beta, fd.data(), int(mm.ldc),
+                          int64_t(span_d), 1);
+  const bool relu =
+      mm.epilogue == CUBLASLT_EPILOGUE_RELU || mm.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
+  for (int j = 0; j < n; ++j) {
+    for (int i = 0; i < m; ++i) {
+      const size_t at = size_t(j) * size_t(mm.ldc) + size_t(i);
+      float value = fd[at];
+      if (has_bias(mm.epilogue)) value += load(mm.bias, mm.bias_type, size_t(i));
+      if (relu) value = std::max(value, 0.0f);
+      store(D, mm.cd_type, at, value);
+    }
+  }
+  if (mm.epilogue == CUBLASLT_EPILOGUE_BGRADA) {
+    for (int i = 0; i < m; ++i) {
+      float sum = 0.0f;
+      for (int kk = 0; kk < k; ++kk) {
+        sum += fa[mm.ta ? size_t(i) * size_t(mm.lda) + size_t(kk)
+                        : size_t(kk) * size_t(mm.lda) + size_t(i)];
+      }
+      store(mm.bias, mm.bias_type, size_t(i), sum);
+    }
+  }
+  if (mm.epilogue == CUBLASLT_EPILOGUE_BGRADB) {
+    for (int j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int kk = 0; kk < k; ++kk) {
+        sum += fb[mm.tb ? size_t(kk) * size_t(mm.ldb) + size_t(j)
+                        : size_t(j) * size_t(mm.ldb) + size_t(kk)];
+      }
+      store(mm.bias, mm.bias_type, size_t(j), sum);
+    }
+  }
+}
+
+// Copies an attribute value of exactly `size` bytes, as cuBLASLt checks it.
+template <typename T>
+cublasStatus_t set(T* field, const void* buf, size_t size) {
+  if (!buf || size != sizeof(T)) return CUBLAS_STATUS_INVALID_VALUE;
+  std::memcpy(field, buf, sizeof(T));
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+cublasStatus_t cublasLtCreate(cublasLtHandle_t* handle) {
+  if (!handle) return CUBLAS_STATUS_INVALID_VALUE;
+  *handle = new cublasLtContext;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtDestroy(cublasLtHandle_t handle) {
+  if (!handle) return CUBLAS_STATUS_NOT_INITIALIZED;
+  delete handle;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+// cuBLASLt's numbering: major * 10000 + minor * 100 + patch; the emulator is 0.
+size_t cublasLtGetVersion() {
+  return 0;
+}
+
+const char* cublasLtGetStatusName(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "CUBLAS_STATUS_SUCCESS";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "CUBLAS_STATUS_NOT_INITIALIZED";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "CUBLAS_STATUS_INVALID_VALUE";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "CUBLAS_STATUS_NOT_SUPPORTED";
+  }
+  return "CUBLAS_STATUS_UNKNOWN";
+}
+
+// cuBLAS's own wording.
+const char* cublasLtGetStatusString(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS:
+      return "the operation completed successfully";
+    case CUBLAS_STATUS_NOT_INITIALIZED:
+      return "the library was not initialized";
+    case CUBLAS_STATUS_INVALID_VALUE:
+      return "an invalid numeric value was used as an argument";
+    case CUBLAS_STATUS_NOT_SUPPORTED:
+      return "the functionality requested is not supported";
+  }
+  return "unknown error";
+}
+
+cublasStatus_t cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* desc,
+                                        cublasComputeType_t compute_type,
+                                        cudaDataType_t scale_type) {
+  if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
+  *desc = new cublasLtMatmulDescOpaque_t{compute_type, scale_type};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t desc) {
+  delete desc;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t desc,
+                                              cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                              size_t size) {
+  if (!desc) return CUBLAS_STATUS_INVALID_VALUE;
+  switch (attr) {
+    case CUBLASLT_MATMUL_DESC_SCALE_TYPE:
+      return set(&desc->scale_type, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSA:
+      return set(&desc->transa, buf, size);
+    case CUBLASLT_MATMUL_DESC_TRANSB:
+      return set(&desc->transb, buf, size);
+    case CUBLASLT_MATMUL_DESC_EPILOGUE: {
+      cublasLtEpilogue_t epilogue;
+      const cublasStatus_t status = set(&epilogue, buf, size);
+      if (status != CUBLAS_STATUS_SUCCESS) return status;
+      if (epilogue != CUBLASLT_EPILOGUE_DEFAULT && epilogue != CUBLASLT_EPILOGUE_RELU &&
+          !has_bias(epilogue) && !has_bias_gradient(epilogue)) {
+        return CUBLAS_STATUS_NOT_SUPPORTED;
+      }
+      desc->epilogue = epilogue;
+      return CUBLAS_STATUS_SUCCESS;
+    }
+    case CUBLASLT_MATMUL_DESC_BIAS_POINTER:
+      return set(&desc->bias, buf, size);
+    case CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE:
+      return set(&desc->bias_type, buf, size);
+  }
+  return CUBLAS_STATUS_NOT_SUPPORTED;
+}
+
+cublasStatus_t cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* layout, cudaDataType type,
+                                          uint64_t rows, uint64_t cols, int64_t ld) {
+  if (!layout) return CUBLAS_STATUS_INVALID_VALUE;
+  *layout = new cublasLtMatrixLayoutOpaque_t{type, rows, cols, ld};
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t layout) {
+  delete layout;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
+  *pref = new cublasLtMatmulPreferenceOpaque_t;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  delete pref;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                    cublasLtMatmulPreferenceAttributes_t attr,
+                                                    const void* buf, size_t size) {
+  if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
+  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return CUBLAS_STATUS_NOT_SUPPORTED;
+  return set(&pref->max_workspace_bytes, buf, size);
+}
+
+cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
+    cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t Adesc,
+    cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+    cublasLtMatmulPreference_t preference, int requested_algo_count,
+    cublasLtMatmulHeuristicResult_t results[], int* return_algo_count) {
+  if (!preference || requested_algo_count <= 0 || !results || !return_algo_count) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  *return_algo_count = 0;
+  Matmul mm;
+  const cublasStatus_t status = check(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, &mm);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  results[0] = cublasLtMatmulHeuristicResult_t{};
+  results[0].state = CUBLAS_STATUS_SUCCESS;
+  results[0].wavesCount = 1.0f;
+  *return_algo_count = 1;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, const void* alpha,
+                              const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
+                              cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
+                              cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
+                              const cublasLtMatmulAlgo_t*, void* workspace, size_t workspace_bytes,
+                              cudaStream_t stream) {
+  Matmul mm;
+  const cublasStatus_t status = check(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, &mm);
+  if (status != CUBLAS_STATUS_SUCCESS) return status;
+  if (!alpha || !beta || (!workspace && workspace_bytes > 0) ||
+      !mpiasr::emu::detail::stream_is_valid(stream)) {
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  mpiasr::emu::detail::count_launch();
+  if (mm.m == 0 || mm.n == 0) return CUBLAS_STATUS_SUCCESS;
+  // Host scalars are read now, as cuBLASLt reads them when the call is made.
+  const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
+  if (mpiasr::emu::detail::stream_is_capturing(stream)) {
+    mpiasr::emu::detail::record_work(stream, [=] { multiply(mm, a, A, B, b, C, D); });
+    return CUBLAS_STATUS_SUCCESS;
+  }
+  multiply(mm, a, A, B, b, C, D);
+  return CUBLAS_STATUS_SUCCESS;
+}
