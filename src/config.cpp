@@ -37,6 +37,7 @@ MPIASR_ENUM_NAMES(LrScaling, "none", "linear", "sqrt")
 MPIASR_ENUM_NAMES(Precision, "auto", "fp32", "fp16-mixed", "bf16-mixed")
 MPIASR_ENUM_NAMES(DeviceType, "auto", "cpu", "cuda")
 MPIASR_ENUM_NAMES(FsMode, "shared", "per-node")
+MPIASR_ENUM_NAMES(AllreduceDtype, "fp32", "bf16", "fp16")
 MPIASR_ENUM_NAMES(ResumeMode, "auto", "never")
 #undef MPIASR_ENUM_NAMES
 
@@ -372,6 +373,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(distributed, hierarchical),
       MPIASR_KEY(distributed, timeout_s),
       MPIASR_INT_KEY(distributed, zero_stage, 0, 1),
+      MPIASR_KEY(distributed, allreduce_dtype),
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
   };
@@ -637,6 +639,10 @@ void check_config(const Config& c) {
   require(c.training.device != DeviceType::kCpu || c.precision.mode == Precision::kAuto ||
               c.precision.mode == Precision::kFp32,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
+  require(c.training.device != DeviceType::kCpu ||
+              c.distributed.allreduce_dtype == AllreduceDtype::kFp32,
+          "distributed.allreduce_dtype", to_string(c.distributed.allreduce_dtype),
+          "not available with training.device cpu (the MPI all-reduce sums fp32)");
   require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,
           "must be >= 0 (0 = no limit)");
   require(c.training.gpu_reserve_mb >= 0, "training.gpu_reserve_mb", c.training.gpu_reserve_mb,

@@ -41,6 +41,7 @@ enum class ScheduleType { kNoam, kCosine, kConstant };
 enum class Precision { kAuto, kFp32, kFp16Mixed, kBf16Mixed };
 enum class DeviceType { kAuto, kCpu, kCuda };  // auto: CUDA when a GPU is visible
 enum class FsMode { kShared, kPerNode };
+enum class AllreduceDtype { kFp32, kBf16, kFp16 };
 enum class ResumeMode { kAuto, kNever };
 
 // The names of an enum's values as written in YAML, indexed by the value.
@@ -55,6 +56,7 @@ std::span<const char* const> enum_names(LrScaling);
 std::span<const char* const> enum_names(Precision);
 std::span<const char* const> enum_names(DeviceType);
 std::span<const char* const> enum_names(FsMode);
+std::span<const char* const> enum_names(AllreduceDtype);
 std::span<const char* const> enum_names(ResumeMode);
 
 template <typename Enum>
@@ -223,6 +225,10 @@ struct DistributedConfig {
   // 1: ZeRO-1, AdamW's state sharded over the ranks (reduce-scatter of the
   // gradients, all-gather of the updated weights); 0: every rank keeps it all.
   int zero_stage = 0;
+  // The type the NCCL all-reduce moves and sums the fp32 gradients in (CUDA
+  // only; the CPU/MPI path all-reduces fp32): bf16 or fp16 halve the bytes,
+  // each bucket cast there and back on the communication stream.
+  AllreduceDtype allreduce_dtype = AllreduceDtype::kFp32;
 
   bool operator==(const DistributedConfig&) const = default;
 };

@@ -44,9 +44,9 @@ class GradientSync {
   virtual void gather_parameters(float* params) = 0;
 };
 
-// A GradientSync over a reducer type with the step methods above, and the
-// sharded ones (plan, sum_over_ranks, gather_parameters) where it has them:
-// the NCCL reducer does not shard (the trainer refuses zero_stage 1 on CUDA).
+// A GradientSync over a reducer type with the step methods above and the
+// sharded ones (plan, sum_over_ranks, gather_parameters): the MPI reducer
+// (mpi/gradient_reducer.h) or the NCCL one (mpi/cuda/nccl_gradient_reducer.h).
 template <typename Reducer>
 class ReducerSync final : public GradientSync {
  public:
@@ -60,40 +60,15 @@ class ReducerSync final : public GradientSync {
   double last_comm_cpu_seconds() const override { return reducer_.last_comm_cpu_seconds(); }
   std::vector<OptimizerRange> shard_ranges(int rank) const override {
     std::vector<OptimizerRange> ranges;
-    if constexpr (kShards) {
-      for (const mpi::BucketPlan::ShardPiece& piece : reducer_.plan().shard_pieces(size_t(rank))) {
-        ranges.push_back({piece.offset, piece.count, piece.state_offset});
-      }
-    } else {
-      not_sharded();
+    for (const mpi::BucketPlan::ShardPiece& piece : reducer_.plan().shard_pieces(size_t(rank))) {
+      ranges.push_back({piece.offset, piece.count, piece.state_offset});
     }
     return ranges;
   }
-  void sum_over_ranks(double* value) override {
-    if constexpr (kShards) {
-      reducer_.sum_over_ranks(value);
-    } else {
-      not_sharded();
-    }
-  }
-  void gather_parameters(float* params) override {
-    if constexpr (kShards) {
-      reducer_.gather_parameters(params);
-    } else {
-      not_sharded();
-    }
-  }
+  void sum_over_ranks(double* value) override { reducer_.sum_over_ranks(value); }
+  void gather_parameters(float* params) override { reducer_.gather_parameters(params); }
 
  private:
-  static constexpr bool kShards = requires(Reducer & reducer, double* value, float* params) {
-    reducer.plan();
-    reducer.sum_over_ranks(value);
-    reducer.gather_parameters(params);
-  };
-  [[noreturn]] static void not_sharded() {
-    MPIASR_FAIL(ExitCode::kFailure, "this gradient all-reduce does not shard");
-  }
-
   Reducer reducer_;
 };
 

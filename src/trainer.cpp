@@ -85,11 +85,19 @@ TrainResult train_with(const Config& config, mpi::Context& ctx, const TrainOptio
     reducer.bucket_bytes = size_t(config.distributed.bucket_mb * (1 << 20));
     reducer.first_bucket_bytes = size_t(config.distributed.first_bucket_mb * (1 << 20));
     reducer.range_alignment = kParameterAlignment;
-    make_gradient_sync = [&nccl, &backend, reducer](float* grads, size_t count) {
+    reducer.shard = config.distributed.zero_stage == 1;
+    const AllreduceDtype wire = config.distributed.allreduce_dtype;
+    reducer.wire = wire == AllreduceDtype::kBf16   ? ncclBfloat16
+                   : wire == AllreduceDtype::kFp16 ? ncclFloat16
+                                                   : ncclFloat32;
+    make_gradient_sync = [&nccl, &backend, reducer](float* grads, size_t count) mutable {
+      // The 16-bit copy of the gradients the all-reduce moves, in the arena.
+      if (reducer.wire != ncclFloat32) reducer.wire_buffer = backend.alloc(count * 2);
       return std::unique_ptr<GradientSync>(std::make_unique<ReducerSync<mpi::NcclGradientReducer>>(
           *nccl, backend.stream(), grads, count, reducer));
     };
-    out << "gradient all-reduce: NCCL over " << ctx.world_size() << " GPUs\n";
+    out << "gradient " << (reducer.shard ? "reduce-scatter" : "all-reduce") << ": NCCL over "
+        << ctx.world_size() << " GPUs in " << to_string(config.distributed.allreduce_dtype) << "\n";
   }
   Trainer<Act, float> trainer(config, ctx, backend, threads, out, make_gradient_sync);
   return trainer.run(options);
@@ -97,11 +105,6 @@ TrainResult train_with(const Config& config, mpi::Context& ctx, const TrainOptio
 
 TrainResult train_on_cuda(Config config, mpi::Context& ctx, const TrainOptions& options,
                           int threads, std::ostream& out) {
-  if (config.distributed.zero_stage == 1 && ctx.world_size() > 1) {
-    MPIASR_FAIL(ExitCode::kUsage,
-                "distributed.zero_stage = 1 on CUDA: the NCCL gradient all-reduce does not shard "
-                "the optimizer state; set distributed.zero_stage to 0, or training.device to cpu");
-  }
   const int device = mpi::select_cuda_device(ctx);
   config.training.device = DeviceType::kCuda;
   config.precision.mode = cuda_precision(config.precision.mode, ctx, cuda_device_info(device));
@@ -161,6 +164,14 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
                                        "the CPU (set precision.mode to fp32 or auto)");
   }
 #endif
+  if (config.distributed.allreduce_dtype != AllreduceDtype::kFp32) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "distributed.allreduce_dtype = "
+                    << to_string(config.distributed.allreduce_dtype)
+                    << " needs the CUDA backend (the NCCL all-reduce); this run trains on the "
+                       "CPU, whose MPI all-reduce sums fp32 (set distributed.allreduce_dtype to "
+                       "fp32)");
+  }
   CpuBackend<float> backend(threads);
   out << "backend: " << backend.name() << " per rank\n";
   Trainer<float, float> trainer(config, ctx, backend, threads, out);

@@ -4,6 +4,11 @@
 
 #include <chrono>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "kernels/cuda/elementwise.h"
+
 #include "src/base/error.h"
 
 namespace mpiasr::mpi {
@@ -13,9 +18,16 @@ NcclGradientReducer::NcclGradientReducer(NcclCommunicator& comm, cudaStream_t co
     : comm_(comm),
       compute_stream_(compute_stream),
       grads_(grads),
+      wire_(options.wire),
+      wire_buffer_(options.wire_buffer),
+      shard_(options.shard),
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
-            "NcclGradientReducer") {
+            "NcclGradientReducer", options.shard ? size_t(comm.size()) : 1) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
+  MPIASR_CHECK(wire_ == ncclFloat32 || wire_ == ncclBfloat16 || wire_ == ncclFloat16,
+               "gradient all-reduce in NCCL type " << int(wire_));
+  MPIASR_CHECK(wire_ == ncclFloat32 || wire_buffer_ != nullptr || count == 0,
+               "a 16-bit gradient all-reduce needs a wire buffer");
   ready_events_.resize(plan_.num_buckets());
 }
 
@@ -34,11 +46,43 @@ void NcclGradientReducer::start_ready_buckets() {
     const CudaEvent& ready = ready_events_[*b];
     ready.record(compute_stream_);
     ready.wait_on(comm_stream_.get());
-    float* data = grads_ + begin;
+    reduce_bucket(begin, count);
+  }
+}
+
+void NcclGradientReducer::reduce_bucket(size_t begin, size_t count) {
+  float* data = grads_ + begin;
+  if (wire_ == ncclBfloat16) {
+    reduce_on_wire(static_cast<__nv_bfloat16*>(wire_buffer_) + begin, data, count);
+  } else if (wire_ == ncclFloat16) {
+    reduce_on_wire(static_cast<__half*>(wire_buffer_) + begin, data, count);
+  } else if (shard_) {
+    // In place: rank r's piece is data + r piece, its receive buffer.
+    const size_t piece = count / plan_.shards();
+    comm_.complete(ncclReduceScatter(data, data + size_t(comm_.rank()) * piece, piece, ncclFloat32,
+                                     ncclSum, comm_.get(), comm_stream_.get()),
+                   "gradient reduce-scatter");
+  } else {
     comm_.complete(
         ncclAllReduce(data, data, count, ncclFloat32, ncclSum, comm_.get(), comm_stream_.get()),
         "gradient all-reduce");
   }
+}
+
+template <typename Wire>
+void NcclGradientReducer::reduce_on_wire(Wire* wire, float* data, size_t count) {
+  const cudaStream_t stream = comm_stream_.get();
+  cuda_cast(wire, data, count, stream);
+  if (shard_) {
+    const size_t piece = count / plan_.shards(), mine = size_t(comm_.rank()) * piece;
+    comm_.complete(ncclReduceScatter(wire, wire + mine, piece, wire_, ncclSum, comm_.get(), stream),
+                   "gradient reduce-scatter");
+    cuda_cast(data + mine, wire + mine, piece, stream);
+    return;
+  }
+  comm_.complete(ncclAllReduce(wire, wire, count, wire_, ncclSum, comm_.get(), stream),
+                 "gradient all-reduce");
+  cuda_cast(data, wire, count, stream);
 }
 
 void NcclGradientReducer::finish() {
@@ -51,6 +95,25 @@ void NcclGradientReducer::finish() {
   comm_.wait([this] { return done_event_.done(); }, "gradient all-reduce");
   last_wait_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+void NcclGradientReducer::sum_over_ranks(double* value) {
+  MPIASR_CHECK(shard_, "NcclGradientReducer::sum_over_ranks without shard = true");
+  comm_.complete(ncclAllReduce(value, value, 1, ncclFloat64, ncclSum, comm_.get(), compute_stream_),
+                 "gradient norm all-reduce");
+}
+
+void NcclGradientReducer::gather_parameters(float* params) {
+  MPIASR_CHECK(shard_, "NcclGradientReducer::gather_parameters without shard = true");
+  for (size_t b = 0; b < plan_.num_buckets(); ++b) {
+    const auto [begin, count] = plan_.bucket_range(b);
+    const size_t piece = count / plan_.shards();
+    float* bucket = params + begin;
+    // In place: the send buffer is this rank's piece of the receive buffer.
+    comm_.complete(ncclAllGather(bucket + size_t(comm_.rank()) * piece, bucket, piece, ncclFloat32,
+                                 comm_.get(), compute_stream_),
+                   "parameter all-gather");
+  }
 }
 
 }  // namespace mpiasr::mpi

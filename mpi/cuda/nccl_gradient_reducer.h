@@ -13,6 +13,20 @@
 // an NCCL error or a timeout aborts the communicator and the job, naming rank,
 // step and operation (nccl_communicator.h). Averaging is the caller's business
 // (the loss divisor), as on the CPU.
+//
+// With a 16-bit wire (NcclReducerOptions::wire ncclBfloat16 or ncclFloat16) each bucket is
+// cast to it on the communication stream into wire_buffer, all-reduced
+// there (NCCL sums in that type) and cast back into the fp32 gradients: half
+// the bytes on the links, at the wire type's rounding of every partial sum.
+// fp16's range is 65504: an overflow gives inf, which the fp16 loss scaler
+// treats as any non-finite gradient (the step is skipped, the scale halved).
+//
+// Sharded (ZeRO-1, NcclReducerOptions::shard; DESIGN.md "Sharded optimizer
+// state"): each bucket is reduce-scattered in place (ncclReduceScatter), so
+// rank r holds the sum of its shard piece (the plan's) and partial sums
+// elsewhere; sum_over_ranks all-reduces the gradient norm's sum of squares
+// and gather_parameters all-gathers every bucket of the updated fp32 masters
+// in place, both queued on the compute stream, where the optimizer runs.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -34,6 +48,14 @@ struct NcclReducerOptions {
   // elements (clamped to count): kParameterAlignment for a ParameterStore's
   // gradients, so a layer's padding counts as ready with the layer.
   size_t range_alignment = 1;
+  // The type moved and summed: ncclFloat32, ncclBfloat16 or ncclFloat16;
+  // for the 16-bit two, wire_buffer is device memory for 2 bytes per
+  // gradient (the reducer does not own it).
+  ncclDataType_t wire = ncclFloat32;
+  void* wire_buffer = nullptr;
+  // Reduce-scatter instead of all-reduce, for the sharded optimizer (ZeRO-1);
+  // count must then be a multiple of size x range_alignment.
+  bool shard = false;
 };
 
 class NcclGradientReducer {
@@ -58,14 +80,29 @@ class NcclGradientReducer {
   size_t num_buckets() const { return plan_.num_buckets(); }
   // Bucket i as [offset, offset + count) of grads.
   std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
+  const BucketPlan& plan() const { return plan_; }
+
+  // Sharded only: *value (a double in device memory) summed over the ranks.
+  void sum_over_ranks(double* value);
+  // Sharded only: every rank's pieces of params [count] (device) to every rank.
+  void gather_parameters(float* params);
 
  private:
   // Queues the all-reduce of every bucket the plan hands out.
   void start_ready_buckets();
+  // Bucket [begin, begin + count) summed over the ranks: all of it, or
+  // (sharded) this rank's piece.
+  void reduce_bucket(size_t begin, size_t count);
+  // The same through the 16-bit copy wire [count] of the bucket.
+  template <typename Wire>
+  void reduce_on_wire(Wire* wire, float* data, size_t count);
 
   NcclCommunicator& comm_;
   cudaStream_t compute_stream_;
   float* grads_;
+  ncclDataType_t wire_;
+  void* wire_buffer_;
+  bool shard_;
   BucketPlan plan_;
   CudaStream comm_stream_;
   std::vector<CudaEvent> ready_events_;  // one per bucket

@@ -90,6 +90,7 @@ checkpoint:
   every_steps: 50
 distributed:
   hierarchical: yes
+  allreduce_dtype: bf16
 output:
   dir: /tmp/run1
 )";
@@ -111,6 +112,7 @@ output:
   EXPECT_EQ(c.checkpoint.fs_mode, FsMode::kPerNode);
   EXPECT_EQ(c.checkpoint.every_steps, 50);
   EXPECT_TRUE(c.distributed.hierarchical);
+  EXPECT_EQ(c.distributed.allreduce_dtype, AllreduceDtype::kBf16);
   EXPECT_EQ(c.training.seed, 18446744073709551615ull);
   EXPECT_EQ(c.checkpoint.dir, "/tmp/run1/checkpoints");
 }
@@ -240,6 +242,10 @@ TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=bf16-mixed"}),
                   "not available with training.device cpu");
   EXPECT_EQ(override_error({"--training.device=cuda", "--precision.mode=bf16-mixed"}), "");
+  EXPECT_CONTAINS(override_error({"--training.device=cpu", "--distributed.allreduce_dtype=fp16"}),
+                  "config key 'distributed.allreduce_dtype' = fp16: not available with "
+                  "training.device cpu");
+  EXPECT_EQ(override_error({"--training.device=cuda", "--distributed.allreduce_dtype=fp16"}), "");
   EXPECT_EQ(override_error({"--model.d_model=144", "--model.n_heads=4"}), "");
 }
 
@@ -269,6 +275,7 @@ Config unusual_config() {
   c.training.gpu_reserve_mb = 1536.5;
   c.precision.max_skips_at_min_scale = 3;
   c.distributed.hierarchical = true;
+  c.distributed.allreduce_dtype = AllreduceDtype::kFp16;
   c.checkpoint.fs_mode = FsMode::kPerNode;
   c.output.dir = "/tmp/out dir";
   resolve_config(c);

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -143,9 +144,11 @@ Layout make_layout(const std::vector<size_t>& sizes) {
   return layout;
 }
 
-std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank) {
+// Integers in [-limit, limit]: their sums over the ranks are exact in fp32,
+// and in bf16 and fp16 when limit x ranks stays within 256.
+std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank, int limit = 1000) {
   std::mt19937 generator(seed * 7919u + uint32_t(rank));
-  std::uniform_int_distribution<int> value(-1000, 1000);
+  std::uniform_int_distribution<int> value(-limit, limit);
   std::vector<float> grads(layout.total, 0.0f);
   for (auto [offset, count] : layout.layers) {
     for (size_t i = 0; i < count; ++i) grads[offset + i] = float(value(generator));
@@ -155,7 +158,8 @@ std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank) 
 
 // Layers marked in backward order while the compute stream is still writing
 // them (an async copy per layer, just before its mark), bucket sizes from one
-// element to more than the buffer, two steps each.
+// element to more than the buffer, two steps each; in fp32 and on the 16-bit
+// wires, whose integer sums are exact too.
 TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   MPIASR_SKIP_WITHOUT_CUDA();
   const Context ctx = test::test_context();
@@ -165,33 +169,119 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
   const Layout layout = make_layout({300, 5, 4096, 70, 1, 100000, 64, 999});
   cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
+  cuda_test::DeviceArray<__half> wire_buffer(be, layout.total);
+  const int limit16 = std::max(1, 256 / ctx.world_size());
 
-  for (size_t bucket_bytes : {size_t(4), size_t(1024), size_t(100000), size_t(1) << 24}) {
-    NcclReducerOptions options;
-    options.bucket_bytes = bucket_bytes;
-    options.first_bucket_bytes = std::min<size_t>(bucket_bytes, 256);
-    options.range_alignment = 64;
-    NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
-    for (uint32_t step = 0; step < 2; ++step) {
-      const uint32_t seed = uint32_t(bucket_bytes) + step;
-      const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank());
-      be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
-      be.zero(grads.get(), layout.total * sizeof(float));
-      reducer.begin_step();
-      for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
-        be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
-        reducer.on_grads_ready(it->first, it->second);
+  for (ncclDataType_t wire : {ncclFloat32, ncclBfloat16, ncclFloat16}) {
+    const int limit = wire == ncclFloat32 ? 1000 : limit16;
+    for (size_t bucket_bytes : {size_t(4), size_t(1024), size_t(100000), size_t(1) << 24}) {
+      NcclReducerOptions options;
+      options.bucket_bytes = bucket_bytes;
+      options.first_bucket_bytes = std::min<size_t>(bucket_bytes, 256);
+      options.range_alignment = 64;
+      options.wire = wire;
+      options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
+      NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
+      for (uint32_t step = 0; step < 2; ++step) {
+        const uint32_t seed = uint32_t(bucket_bytes) + step;
+        const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank(), limit);
+        be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
+        be.zero(grads.get(), layout.total * sizeof(float));
+        reducer.begin_step();
+        for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
+          be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
+          reducer.on_grads_ready(it->first, it->second);
+        }
+        reducer.finish();
+        std::vector<float> expected(layout.total, 0.0f);
+        for (int r = 0; r < ctx.world_size(); ++r) {
+          const std::vector<float> theirs = integer_grads(layout, seed, r, limit);
+          for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
+        }
+        EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
+            << "wire " << int(wire) << " bucket_bytes " << bucket_bytes << " step " << step;
       }
-      reducer.finish();
-      std::vector<float> expected(layout.total, 0.0f);
-      for (int r = 0; r < ctx.world_size(); ++r) {
-        const std::vector<float> theirs = integer_grads(layout, seed, r);
-        for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
-      }
-      EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
-          << "bucket_bytes " << bucket_bytes << " step " << step;
+      EXPECT_GE(reducer.num_buckets(), 1u);
     }
-    EXPECT_GE(reducer.num_buckets(), 1u);
+  }
+}
+
+// Sharded (ZeRO-1): after finish() each rank holds the sums of its pieces,
+// in fp32 and through a bf16 wire; sum_over_ranks sums a device double over
+// the ranks; gather_parameters gives every rank every rank's pieces, in place.
+TEST(NcclGradientReducer, ShardedReduceScatterNormAndParameterGather) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  const int device = select_cuda_device(ctx);
+  CudaBackend<__half> be(
+      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  const size_t W = size_t(ctx.world_size());
+  std::vector<size_t> sizes = {300, 5, 4096, 70, 1, 100000, 64, 999};
+  Layout layout = make_layout(sizes);
+  // Padded to whole pieces, as the parameter store pads a sharded buffer.
+  const size_t multiple = W * 64;
+  if (layout.total % multiple != 0) {
+    sizes.push_back(multiple - layout.total % multiple);
+    layout = make_layout(sizes);
+  }
+  cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
+  cuda_test::DeviceArray<__half> wire_buffer(be, layout.total);
+  const int limit16 = std::max(1, 256 / ctx.world_size());
+
+  for (ncclDataType_t wire : {ncclFloat32, ncclBfloat16}) {
+    const int limit = wire == ncclFloat32 ? 1000 : limit16;
+    NcclReducerOptions options;
+    options.bucket_bytes = 100000;
+    options.first_bucket_bytes = 256;
+    options.range_alignment = 64;
+    options.wire = wire;
+    options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
+    options.shard = true;
+    NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
+    const uint32_t seed = 17;
+    const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank(), limit);
+    be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
+    be.zero(grads.get(), layout.total * sizeof(float));
+    reducer.begin_step();
+    for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
+      be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
+      reducer.on_grads_ready(it->first, it->second);
+    }
+    reducer.finish();
+    std::vector<float> expected(layout.total, 0.0f);
+    for (int r = 0; r < ctx.world_size(); ++r) {
+      const std::vector<float> theirs = integer_grads(layout, seed, r, limit);
+      for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
+    }
+    const std::vector<float> got = cuda_test::download(be, grads.get(), layout.total);
+    const auto pieces = reducer.plan().shard_pieces(size_t(ctx.world_rank()));
+    ASSERT_EQ(pieces.size(), reducer.num_buckets());
+    for (const auto& piece : pieces) {
+      for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) {
+        ASSERT_EQ(got[i], expected[i]) << "wire " << int(wire) << " element " << i;
+      }
+    }
+
+    cuda_test::DeviceArray<double> value(be, 1);
+    const double rank_value = ctx.world_rank() + 1.0;
+    be.to_device(value.get(), &rank_value, sizeof(double));
+    reducer.sum_over_ranks(value.get());
+    double sum = 0.0;
+    be.to_host(&sum, value.get(), sizeof(double));
+    EXPECT_EQ(sum, double(W) * double(W + 1) / 2);
+
+    // Element i holds i on the rank that owns it and -1 elsewhere.
+    std::vector<float> params(layout.total, -1.0f);
+    for (const auto& piece : pieces) {
+      for (size_t i = piece.offset; i < piece.offset + piece.count; ++i) params[i] = float(i);
+    }
+    be.to_device(staged.get(), params.data(), params.size() * sizeof(float));
+    reducer.gather_parameters(staged.get());
+    const std::vector<float> gathered = cuda_test::download(be, staged.get(), layout.total);
+    for (size_t i = 0; i < layout.total; ++i) {
+      ASSERT_EQ(gathered[i], float(i)) << "wire " << int(wire) << " element " << i;
+    }
   }
 }
 
