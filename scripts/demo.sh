@@ -2,7 +2,7 @@
 # The mpiasr demo, from a fresh clone to a trained recognizer on one machine:
 #   1. installs the dependencies (scripts/install-deps.sh) and builds the
 #      program, Release, CPU only, in build-demo/;
-#   2. generates about 1.5 hours of synthetic speech in data/corpus
+#   2. generates about 4 hours of synthetic speech in data/corpus
 #      (scripts/make-corpus.sh; skipped when it is already there);
 #   3. trains the `small` Conformer-CTC (scripts/configs/small.yaml) on the CPU
 #      with two MPI ranks of one thread each, for a fixed number of steps
@@ -36,8 +36,8 @@ corpus=data/corpus
 if [[ -s $corpus/test.tsv ]]; then
   stamp "corpus: using $corpus"
 else
-  stamp "corpus: generating about 1.5 hours of speech into $corpus"
-  bash scripts/make-corpus.sh --out "$corpus" --hours 1.5 --seed 1 --jobs "$(nproc)"
+  stamp "corpus: generating about 4 hours of speech into $corpus"
+  bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --jobs "$(nproc)"
 fi
 
 allow_mpirun_as_root
