@@ -156,6 +156,30 @@ std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank, 
   return grads;
 }
 
+// One step of `reducer` on this rank's integer_grads(layout, seed, limit):
+// the layers copied into grads in backward order while they are marked (an
+// async copy per layer on the compute stream, just before its mark), then
+// finish(). Returns what the sums over the ranks must be.
+std::vector<float> reduce_one_step(CudaBackend<__half>& be, NcclGradientReducer& reducer,
+                                   const Layout& layout, float* grads, float* staged,
+                                   const Context& ctx, uint32_t seed, int limit) {
+  const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank(), limit);
+  be.to_device(staged, mine.data(), mine.size() * sizeof(float));
+  be.zero(grads, layout.total * sizeof(float));
+  reducer.begin_step();
+  for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
+    be.copy(grads + it->first, staged + it->first, it->second * sizeof(float));
+    reducer.on_grads_ready(it->first, it->second);
+  }
+  reducer.finish();
+  std::vector<float> expected(layout.total, 0.0f);
+  for (int r = 0; r < ctx.world_size(); ++r) {
+    const std::vector<float> theirs = integer_grads(layout, seed, r, limit);
+    for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
+  }
+  return expected;
+}
+
 // Layers marked in backward order while the compute stream is still writing
 // them (an async copy per layer, just before its mark), bucket sizes from one
 // element to more than the buffer, two steps each; in fp32 and on the 16-bit
@@ -183,21 +207,9 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
       options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
       NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
       for (uint32_t step = 0; step < 2; ++step) {
-        const uint32_t seed = uint32_t(bucket_bytes) + step;
-        const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank(), limit);
-        be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
-        be.zero(grads.get(), layout.total * sizeof(float));
-        reducer.begin_step();
-        for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
-          be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
-          reducer.on_grads_ready(it->first, it->second);
-        }
-        reducer.finish();
-        std::vector<float> expected(layout.total, 0.0f);
-        for (int r = 0; r < ctx.world_size(); ++r) {
-          const std::vector<float> theirs = integer_grads(layout, seed, r, limit);
-          for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
-        }
+        const std::vector<float> expected =
+            reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx,
+                            uint32_t(bucket_bytes) + step, limit);
         EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
             << "wire " << int(wire) << " bucket_bytes " << bucket_bytes << " step " << step;
       }
@@ -239,21 +251,8 @@ TEST(NcclGradientReducer, ShardedReduceScatterNormAndParameterGather) {
     options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
     options.shard = true;
     NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
-    const uint32_t seed = 17;
-    const std::vector<float> mine = integer_grads(layout, seed, ctx.world_rank(), limit);
-    be.to_device(staged.get(), mine.data(), mine.size() * sizeof(float));
-    be.zero(grads.get(), layout.total * sizeof(float));
-    reducer.begin_step();
-    for (auto it = layout.layers.rbegin(); it != layout.layers.rend(); ++it) {
-      be.copy(grads.get() + it->first, staged.get() + it->first, it->second * sizeof(float));
-      reducer.on_grads_ready(it->first, it->second);
-    }
-    reducer.finish();
-    std::vector<float> expected(layout.total, 0.0f);
-    for (int r = 0; r < ctx.world_size(); ++r) {
-      const std::vector<float> theirs = integer_grads(layout, seed, r, limit);
-      for (size_t i = 0; i < layout.total; ++i) expected[i] += theirs[i];
-    }
+    const std::vector<float> expected =
+        reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx, 17, limit);
     const std::vector<float> got = cuda_test::download(be, grads.get(), layout.total);
     const auto pieces = reducer.plan().shard_pieces(size_t(ctx.world_rank()));
     ASSERT_EQ(pieces.size(), reducer.num_buckets());
