@@ -36,7 +36,7 @@ void PinnedStaging::copy_to_device(void* device_dst, const void* host_src, size_
     std::memcpy(staging, static_cast<const char*>(host_src) + done, n);
     CUDA_CHECK(cudaMemcpyAsync(static_cast<char*>(device_dst) + done, staging, n,
                                cudaMemcpyHostToDevice, stream));
-    Fence fence{head_, head_ + n, {}};
+    Fence fence{head_, head_ + n, CudaEvent()};
     if (!spare_events_.empty()) {
       fence.copied = std::move(spare_events_.front());
       spare_events_.pop_front();
