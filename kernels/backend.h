@@ -23,17 +23,33 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "kernels/step_control.h"
 
 namespace mpiasr {
 
+// How often queue_as_graph captured a graph and replayed one.
+struct StepGraphCounts {
+  uint64_t captures = 0;
+  uint64_t replays = 0;
+};
+
 template <typename Act, typename Acc>
 class Backend {
  public:
   virtual ~Backend() = default;
   virtual std::string name() const = 0;
+
+  // ---- step graphs ----------------------------------------------------------
+  // Queues what `queue` queues. CUDA: as a CUDA graph, one per distinct piece
+  // of work, captured the first time and replayed after (DESIGN.md "Step
+  // graphs"); `queue` then runs two or three times on the host, must queue
+  // the same work each time given the same host arguments, and may neither
+  // read back nor use to_device. Elsewhere: queue().
+  virtual void queue_as_graph(const std::function<void()>& queue) { queue(); }
+  virtual StepGraphCounts step_graph_counts() const { return {}; }
 
   // ---- memory (bytes; aligned to 256) -------------------------------------
   virtual void* alloc(size_t bytes) = 0;

@@ -60,8 +60,8 @@ void cuda_relu_backward(T* dinp, const T* dout, const T* inp, size_t n, cudaStre
 }
 
 template <typename T>
-void cuda_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
-                                size_t n, cudaStream_t stream) {
+void cuda_swish_dropout_forward(T* out, const T* inp, float p, const uint64_t* seed,
+                                uint64_t offset, size_t n, cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (n == 0) return;
   const DropoutSite site = dropout_site(p, seed, offset);
@@ -75,8 +75,9 @@ void cuda_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, ui
 }
 
 template <typename T>
-void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
-                                 uint64_t offset, size_t n, cudaStream_t stream) {
+void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p,
+                                 const uint64_t* seed, uint64_t offset, size_t n,
+                                 cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (n == 0) return;
   const DropoutSite site = dropout_site(p, seed, offset);
@@ -89,12 +90,12 @@ void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, 
   }
 }
 
-#define MPIASR_INSTANTIATE(T)                                                                     \
-  template void cuda_relu_backward<T>(T*, const T*, const T*, size_t, cudaStream_t);              \
-  template void cuda_swish_dropout_forward<T>(T*, const T*, float, uint64_t, uint64_t, size_t,    \
-                                              cudaStream_t);                                      \
-  template void cuda_swish_dropout_backward<T>(T*, const T*, const T*, float, uint64_t, uint64_t, \
-                                               size_t, cudaStream_t);
+#define MPIASR_INSTANTIATE(T)                                                                  \
+  template void cuda_relu_backward<T>(T*, const T*, const T*, size_t, cudaStream_t);           \
+  template void cuda_swish_dropout_forward<T>(T*, const T*, float, const uint64_t*, uint64_t,  \
+                                              size_t, cudaStream_t);                           \
+  template void cuda_swish_dropout_backward<T>(T*, const T*, const T*, float, const uint64_t*, \
+                                               uint64_t, size_t, cudaStream_t);
 MPIASR_INSTANTIATE(__half)
 MPIASR_INSTANTIATE(__nv_bfloat16)
 #undef MPIASR_INSTANTIATE

@@ -16,11 +16,12 @@ template <typename T>
 void cuda_relu_backward(T* dinp, const T* dout, const T* inp, size_t n, cudaStream_t stream);
 // out = Dropout_p(swish(inp)) (seed, offset; the CPU's masks)
 template <typename T>
-void cuda_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
-                                size_t n, cudaStream_t stream);
+void cuda_swish_dropout_forward(T* out, const T* inp, float p, const uint64_t* seed,
+                                uint64_t offset, size_t n, cudaStream_t stream);
 // dinp = swish'(inp) Dropout_p(dout), the same mask
 template <typename T>
-void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
-                                 uint64_t offset, size_t n, cudaStream_t stream);
+void cuda_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p,
+                                 const uint64_t* seed, uint64_t offset, size_t n,
+                                 cudaStream_t stream);
 
 }  // namespace mpiasr

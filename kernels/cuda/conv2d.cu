@@ -189,7 +189,7 @@ void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
   MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
                 scratch.weight_rows, weight, Cout, Cin);
   if (dweight) {
-    CUDA_CHECK(cudaMemsetAsync(scratch.dweight_rows, 0, sizeof(float) * size_t(Cout) * K, stream));
+    zero_async(scratch.dweight_rows, sizeof(float) * size_t(Cout) * K, stream);
   }
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);

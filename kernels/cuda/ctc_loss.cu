@@ -183,16 +183,15 @@ CtcLayout ctc_layout(const int32_t* target_lengths, const int32_t* input_lengths
   CtcLayout layout;
   layout.target_offsets.resize(size_t(B));
   layout.scratch_offsets.resize(size_t(B));
-  int64_t targets = 0;
   size_t scratch = 0;
   for (int b = 0; b < B; ++b) {
-    layout.target_offsets[size_t(b)] = targets;
     layout.scratch_offsets[size_t(b)] = int64_t(scratch);
-    targets += target_lengths[b];
     scratch += size_t(input_lengths[b] + 2) * size_t(2 * target_lengths[b] + 1);
     layout.max_target_length = std::max(layout.max_target_length, int(target_lengths[b]));
   }
   layout.scratch_doubles = scratch;
+  layout.target_stride = std::max(1, (layout.max_target_length + 31) / 32 * 32);
+  for (int b = 0; b < B; ++b) layout.target_offsets[size_t(b)] = int64_t(b) * layout.target_stride;
   return layout;
 }
 
@@ -215,7 +214,11 @@ void cuda_ctc_loss(double* losses, G* dlogits, const float* logprobs, const CtcD
                                          << cuda_ctc_max_target_length()
                                          << "); split the utterance or use a larger vocabulary");
   }
-  const size_t shared = ctc_shared_bytes(max_target_length);
+  // Shared memory for the longest target rounded up to 32 tokens (each block
+  // lays out its own target's arrays), so batches whose longest targets
+  // differ a little launch alike and share a step graph.
+  const size_t shared =
+      ctc_shared_bytes(std::min(cuda_ctc_max_target_length(), (max_target_length + 31) / 32 * 32));
   MPIASR_LAUNCH(ctc_kernel<G>, unsigned(B), kCtcThreads, shared, stream, losses, dlogits, logprobs,
                 args, T, V);
   if (loss_sum) {

@@ -11,12 +11,16 @@
 namespace mpiasr {
 
 // Where each utterance's data lies in the device arrays of one CTC call,
-// computed on the host from the host length arrays.
+// computed on the host from the host length arrays. The targets go to the
+// device padded to [B, target_stride], the longest rounded up to 32 tokens,
+// so that the argument arrays of batches alike in size and longest target
+// have the same sizes (a step graph's arguments keep their places).
 struct CtcLayout {
-  std::vector<int64_t> target_offsets;   // [B] into the concatenated targets
+  std::vector<int64_t> target_offsets;   // [B] into the padded targets: b target_stride
   std::vector<int64_t> scratch_offsets;  // [B] into the double scratch
   size_t scratch_doubles = 0;            // (frames + 2) (2 L + 1) summed over utterances
   int max_target_length = 0;
+  int target_stride = 0;
 };
 CtcLayout ctc_layout(const int32_t* target_lengths, const int32_t* input_lengths, int B);
 

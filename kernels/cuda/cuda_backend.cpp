@@ -6,6 +6,7 @@
 #include <cstring>
 #include <sstream>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/ctc_check.h"
 #include "kernels/cuda/activations.h"
@@ -22,6 +23,7 @@
 #include "kernels/cuda/layernorm.h"
 #include "kernels/cuda/linear.h"
 #include "kernels/cuda/log_softmax.h"
+#include "kernels/cuda/step_graph.h"
 
 namespace mpiasr {
 
@@ -101,6 +103,7 @@ void* CudaBackend<Act>::scratch(Scratch which, size_t bytes) {
     buffer = ScratchBuffer{};
     buffer.ptr = arena_->allocate(grown);
     buffer.bytes = grown;
+    ++scratch_generation_;
     if (which == kLengths) uploaded_lengths_.clear();
     if (which == kRopeTables) rope_frames_ = rope_head_dim_ = 0;
   }
@@ -114,13 +117,42 @@ const int32_t* CudaBackend<Act>::device_lengths(const int32_t* lengths, int B, i
                                                                << b << " is outside [0, " << T
                                                                << "]");
   }
-  int32_t* device = scratch_of<int32_t>(kLengths, size_t(std::max(B, 1)));
+  const size_t bytes = sizeof(int32_t) * size_t(std::max(B, 1));
+  if (cuda_detail::graph_pass != GraphPass::kEager) {
+    return static_cast<const int32_t*>(upload_arguments(kLengths, lengths, bytes));
+  }
   if (uploaded_lengths_.size() != size_t(B) ||
       !std::equal(lengths, lengths + B, uploaded_lengths_.begin())) {
+    upload_arguments(kLengths, lengths, bytes);
     uploaded_lengths_.assign(lengths, lengths + B);
-    staging_.copy_to_device(device, lengths, sizeof(int32_t) * size_t(B), stream_.get());
   }
-  return device;
+  return scratch_of<int32_t>(kLengths, size_t(std::max(B, 1)));
+}
+
+template <typename Act>
+const void* CudaBackend<Act>::upload_arguments(Scratch eager_buffer, const void* host_src,
+                                               size_t bytes) {
+  if (cuda_detail::graph_pass == GraphPass::kEager) {
+    void* device = scratch(eager_buffer, bytes);
+    staging_.copy_to_device(device, host_src, bytes, stream_.get());
+    return device;
+  }
+  const size_t offset = (graph_argument_bytes_ + 15) / 16 * 16;
+  graph_argument_bytes_ = offset + bytes;
+  if (cuda_detail::graph_pass == GraphPass::kDry) {
+    graph_arguments_.resize(graph_argument_bytes_);
+    std::memcpy(graph_arguments_.data() + offset, host_src, bytes);
+  }
+  return static_cast<const char*>(scratch_[kGraphArguments].ptr) + offset;
+}
+
+template <typename Act>
+const uint64_t* CudaBackend<Act>::device_seed(uint64_t seed) {
+  if (!seed_slot_ || seed != seed_) {
+    seed_slot_ = static_cast<const uint64_t*>(upload_arguments(kSeed, &seed, sizeof seed));
+    seed_ = seed;
+  }
+  return seed_slot_;
 }
 
 template <typename Act>
@@ -131,7 +163,10 @@ void CudaBackend<Act>::rope_tables(int T, int Dh, const float** cos_table,
   if (Dh != rope_head_dim_ || T > rope_frames_) {
     const int frames = (std::max(T, 1) + 511) / 512 * 512;
     float* tables = scratch_of<float>(kRopeTables, 2 * size_t(frames) * half);
+    // Computed once and kept: queued now even in a graph's dry pass.
+    const GraphPass pass = std::exchange(cuda_detail::graph_pass, GraphPass::kEager);
     cuda_rope_table(tables, tables + size_t(frames) * half, frames, Dh, stream_.get());
+    cuda_detail::graph_pass = pass;
     rope_frames_ = frames;
     rope_head_dim_ = Dh;
   }
@@ -154,12 +189,14 @@ void CudaBackend<Act>::release(void* ptr) {
 
 template <typename Act>
 void CudaBackend<Act>::to_device(void* dst, const void* host_src, size_t bytes) {
+  check_not_in_graph_pass("to_device");
   if (bytes == 0) return;
   staging_.copy_to_device(dst, host_src, bytes, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::to_host(void* host_dst, const void* src, size_t bytes) {
+  check_not_in_graph_pass("to_host");
   if (bytes == 0) return;
   CUDA_CHECK(cudaMemcpyAsync(host_dst, src, bytes, cudaMemcpyDeviceToHost, stream_.get()));
   stream_.synchronize();
@@ -168,6 +205,17 @@ void CudaBackend<Act>::to_host(void* host_dst, const void* src, size_t bytes) {
 template <typename Act>
 const float* CudaBackend<Act>::upload_input(const float* host_src, size_t n) {
   const size_t bytes = std::max<size_t>(n, 1) * sizeof(float);
+  if (cuda_detail::graph_pass != GraphPass::kEager) {
+    // The graphs read kGraphFeatures: the dry pass uploads as below, and the
+    // upload is copied there before the graph runs; the capture only points there.
+    if (cuda_detail::graph_pass == GraphPass::kDry) {
+      const GraphPass pass = std::exchange(cuda_detail::graph_pass, GraphPass::kEager);
+      graph_features_source_ = upload_input(host_src, n);
+      cuda_detail::graph_pass = pass;
+      graph_feature_bytes_ = bytes;
+    }
+    return static_cast<const float*>(scratch_[kGraphFeatures].ptr);
+  }
   // The other slot was handed out last time and its reader is queued now:
   // the copy that reuses it waits for this point of the compute stream.
   input_slots_[size_t(input_slot_)].consumed.record(stream_.get());
@@ -197,17 +245,18 @@ const float* CudaBackend<Act>::upload_input(const float* host_src, size_t n) {
 template <typename Act>
 void CudaBackend<Act>::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return;
-  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream_.get()));
+  copy_on_device_async(dst, src, bytes, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::zero(void* ptr, size_t bytes) {
   if (bytes == 0) return;
-  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream_.get()));
+  zero_async(ptr, bytes, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::synchronize() {
+  check_not_in_graph_pass("synchronize");
   stream_.synchronize();
 }
 
@@ -291,8 +340,9 @@ void CudaBackend<Act>::residual_layernorm_forward(Act* x, Act* out, float* mean,
                                                   float p, uint64_t seed, uint64_t offset,
                                                   const Act* weight, const Act* bias, int N, int C,
                                                   float eps) {
-  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p, seed, offset, weight,
-                                  bias, N, C, eps, stream_.get());
+  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p,
+                                  p > 0.0f ? device_seed(seed) : nullptr, offset, weight, bias, N,
+                                  C, eps, stream_.get());
 }
 
 template <typename Act>
@@ -332,19 +382,22 @@ void CudaBackend<Act>::relu_backward(Act* dinp, const Act* dout, const Act* inp,
 template <typename Act>
 void CudaBackend<Act>::swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
                                              uint64_t offset, size_t n) {
-  cuda_swish_dropout_forward(out, inp, p, seed, offset, n, stream_.get());
+  cuda_swish_dropout_forward(out, inp, p, p > 0.0f ? device_seed(seed) : nullptr, offset, n,
+                             stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
                                               uint64_t seed, uint64_t offset, size_t n) {
-  cuda_swish_dropout_backward(dinp, dout, inp, p, seed, offset, n, stream_.get());
+  cuda_swish_dropout_backward(dinp, dout, inp, p, p > 0.0f ? device_seed(seed) : nullptr, offset, n,
+                              stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
                                                  uint64_t seed, uint64_t offset, size_t n) {
-  cuda_residual_dropout_backward(dbranch, dx, scale, p, seed, offset, n, stream_.get());
+  cuda_residual_dropout_backward(dbranch, dx, scale, p, p > 0.0f ? device_seed(seed) : nullptr,
+                                 offset, n, stream_.get());
 }
 
 // ---- attention --------------------------------------------------------------
@@ -406,19 +459,23 @@ void CudaBackend<Act>::ctc_loss(double* losses, Act* dlogits, const float* logpr
   check_ctc_arguments(targets, target_lengths, input_lengths, B, T, V);
   MPIASR_CHECK(!dlogits || grad_scale, "ctc_loss: dlogits requested without grad_scale");
   if (B == 0) return;
-  int64_t offset = 0;
-  for (int b = 0; b < B; ++b) offset += target_lengths[b];
-
   const CtcLayout layout = ctc_layout(target_lengths, input_lengths, B);
+  std::vector<int32_t> padded_targets(size_t(B) * size_t(layout.target_stride), 0);
+  const int32_t* target = targets;
+  for (int b = 0; b < B; ++b) {
+    std::copy(target, target + target_lengths[b],
+              padded_targets.begin() + layout.target_offsets[size_t(b)]);
+    target += target_lengths[b];
+  }
   ArgumentPack pack;
-  const size_t at_targets = pack.add(targets, size_t(offset));
+  const size_t at_targets = pack.add(padded_targets.data(), padded_targets.size());
   const size_t at_target_offsets = pack.add(layout.target_offsets.data(), size_t(B));
   const size_t at_target_lengths = pack.add(target_lengths, size_t(B));
   const size_t at_input_lengths = pack.add(input_lengths, size_t(B));
   const size_t at_grad_scale = grad_scale ? pack.add(grad_scale, size_t(B)) : 0;
   const size_t at_scratch_offsets = pack.add(layout.scratch_offsets.data(), size_t(B));
-  unsigned char* arguments = scratch_of<unsigned char>(kCtcArguments, pack.size());
-  staging_.copy_to_device(arguments, pack.data(), pack.size(), stream_.get());
+  const auto* arguments =
+      static_cast<const unsigned char*>(upload_arguments(kCtcArguments, pack.data(), pack.size()));
 
   CtcDeviceArgs args;
   args.targets = reinterpret_cast<const int32_t*>(arguments + at_targets);
@@ -454,6 +511,102 @@ void CudaBackend<Act>::adamw_step(float* w, Act* w_act, const float* g, float* m
                                   const StepControl* control) {
   cuda_adamw_step(w, w_act, g, m, v, segments, segment_count, state_elements, hyper, control,
                   stream_.get());
+}
+
+// ---- step graphs --------------------------------------------------------------
+
+template <typename Act>
+void CudaBackend<Act>::check_not_in_graph_pass(const char* what) const {
+  MPIASR_CHECK(cuda_detail::graph_pass == GraphPass::kEager,
+               what << " inside queue_as_graph: a step graph cannot take it");
+}
+
+template <typename Act>
+uint64_t CudaBackend<Act>::run_graph_pass(GraphPass pass, const std::function<void()>& queue) {
+  struct PassScope {
+    explicit PassScope(GraphPass pass) {
+      cuda_detail::graph_pass = pass;
+      cuda_detail::graph_signature = 0;
+    }
+    ~PassScope() { cuda_detail::graph_pass = GraphPass::kEager; }
+  };
+  graph_argument_bytes_ = 0;
+  if (pass == GraphPass::kDry) {
+    graph_arguments_.clear();
+    graph_features_source_ = nullptr;
+    graph_feature_bytes_ = 0;
+  }
+  seed_slot_ = nullptr;
+  {
+    PassScope scope(pass);
+    queue();
+  }
+  seed_slot_ = nullptr;
+  return cuda_detail::graph_signature;
+}
+
+template <typename Act>
+void CudaBackend<Act>::queue_as_graph(const std::function<void()>& queue) {
+  check_not_in_graph_pass("queue_as_graph");
+  // The dry pass; again if the graphs' input buffers had to grow for it (the
+  // signature holds their addresses).
+  uint64_t signature = run_graph_pass(GraphPass::kDry, queue);
+  if (scratch_[kGraphArguments].bytes < graph_argument_bytes_ ||
+      scratch_[kGraphFeatures].bytes < graph_feature_bytes_) {
+    scratch(kGraphArguments, std::max<size_t>(graph_argument_bytes_, 1));
+    scratch(kGraphFeatures, std::max<size_t>(graph_feature_bytes_, 1));
+    signature = run_graph_pass(GraphPass::kDry, queue);
+  }
+  if (scratch_generation_ != graphs_generation_) {
+    // Scratch memory moved: graphs that still run may read the old buffers,
+    // which the stream order keeps safe, but none may be launched again.
+    if (!step_graphs_.empty()) stream_.synchronize();
+    step_graphs_.clear();
+    graphs_generation_ = scratch_generation_;
+  }
+
+  // The inputs: the packed arguments in one copy, the features from where
+  // the dry pass uploaded them.
+  if (graph_argument_bytes_ > 0) {
+    staging_.copy_to_device(scratch_[kGraphArguments].ptr, graph_arguments_.data(),
+                            graph_argument_bytes_, stream_.get());
+  }
+  if (graph_features_source_) {
+    copy_on_device_async(scratch_[kGraphFeatures].ptr, graph_features_source_, graph_feature_bytes_,
+                         stream_.get());
+  }
+
+  auto found = step_graphs_.find(signature);
+  if (found == step_graphs_.end()) {
+    if (step_graphs_.size() >= kMaxStepGraphs) {
+      const auto oldest =
+          std::min_element(step_graphs_.begin(), step_graphs_.end(),
+                           [](auto& a, auto& b) { return a.second.last_use < b.second.last_use; });
+      step_graphs_.erase(oldest);
+    }
+    CUDA_CHECK(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal));
+    uint64_t captured = 0;
+    try {
+      captured = run_graph_pass(GraphPass::kCapture, queue);
+    } catch (...) {
+      cudaGraph_t partial = nullptr;
+      (void)cudaStreamEndCapture(stream_.get(), &partial);
+      if (partial) (void)cudaGraphDestroy(partial);
+      throw;
+    }
+    CudaGraphExec exec = CudaGraphExec::end_capture(stream_.get());
+    MPIASR_CHECK(captured == signature,
+                 "step graph: the capture queued other work than the dry pass before it "
+                 "(signatures "
+                     << std::hex << captured << " and " << signature
+                     << "): the queued code depends on something besides its host arguments");
+    found = step_graphs_.emplace(signature, StepGraph{std::move(exec), 0}).first;
+    ++graph_counts_.captures;
+  } else {
+    ++graph_counts_.replays;
+  }
+  found->second.last_use = ++graph_uses_;
+  found->second.exec.launch(stream_.get());
 }
 
 template class CudaBackend<__half>;

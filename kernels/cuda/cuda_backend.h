@@ -23,6 +23,11 @@
 // the slot, and the compute stream waiting for the copy's event, so the next
 // batch's copy overlaps this batch's work. Kernels and their math:
 // kernels/cuda/*.cu.
+//
+// Step graphs (queue_as_graph): a dry pass signs the work without queueing
+// it and packs its host arguments; the arguments go to the device in one
+// copy, and the graph with that signature is launched, captured first if
+// there is none (DESIGN.md "Step graphs").
 #pragma once
 
 #include <cuda_bf16.h>
@@ -34,6 +39,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "kernels/backend.h"
@@ -42,6 +48,7 @@
 #include "kernels/cuda/device_arena.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/pinned_staging.h"
+#include "kernels/cuda/step_graph.h"
 
 namespace mpiasr {
 
@@ -74,6 +81,9 @@ class CudaBackend : public Backend<Act, float> {
   const DeviceArena& arena() const { return *arena_; }
 
   std::string name() const override;
+
+  void queue_as_graph(const std::function<void()>& queue) override;
+  StepGraphCounts step_graph_counts() const override { return graph_counts_; }
 
   void* alloc(size_t bytes) override;
   void release(void* ptr) override;
@@ -161,6 +171,9 @@ class CudaBackend : public Backend<Act, float> {
     kLengths,
     kCtcArguments,
     kCtcWork,
+    kSeed,
+    kGraphArguments,  // the host arguments that the step graphs read
+    kGraphFeatures,   // the input features that the step graphs read
     kScratchCount
   };
   struct ScratchBuffer {
@@ -176,8 +189,18 @@ class CudaBackend : public Backend<Act, float> {
   T* scratch_of(Scratch which, size_t count) {
     return static_cast<T*>(scratch(which, count * sizeof(T)));
   }
+  // Host data for the work queued next, where it goes: eagerly, copied into
+  // `eager_buffer` through the pinned ring; in a graph pass, packed at the
+  // pass's next offset of kGraphArguments (copied there in one piece before
+  // the graph runs; see queue_as_graph).
+  const void* upload_arguments(Scratch eager_buffer, const void* host_src, size_t bytes);
   // lengths [B] (host), checked to lie in [0, T], as a device array.
   const int32_t* device_lengths(const int32_t* lengths, int B, int T);
+  // The dropout seed in device memory (the kernels read it there).
+  const uint64_t* device_seed(uint64_t seed);
+  // Runs queue() in `pass` (kernels/cuda/step_graph.h); returns its signature.
+  uint64_t run_graph_pass(GraphPass pass, const std::function<void()>& queue);
+  void check_not_in_graph_pass(const char* what) const;
   // cos and sin tables [T, Dh / 2] for RoPE.
   void rope_tables(int T, int Dh, const float** cos_table, const float** sin_table);
 
@@ -203,6 +226,28 @@ class CudaBackend : public Backend<Act, float> {
   std::array<ScratchBuffer, kScratchCount> scratch_{};
   std::vector<int32_t> uploaded_lengths_;  // what the kLengths buffer holds
   int rope_frames_ = 0, rope_head_dim_ = 0;
+  const uint64_t* seed_slot_ = nullptr;  // device_seed's last, for seed_ (this pass)
+  uint64_t seed_ = 0;
+
+  // Step graphs, by the signature of the work they queue; at most
+  // kMaxStepGraphs, the least recently used dropped first. A scratch buffer
+  // that grows (scratch_generation_) drops them all: they hold its pointers.
+  static constexpr size_t kMaxStepGraphs = 32;
+  struct StepGraph {
+    CudaGraphExec exec;
+    uint64_t last_use = 0;
+  };
+  std::unordered_map<uint64_t, StepGraph> step_graphs_;
+  uint64_t graph_uses_ = 0;
+  uint64_t scratch_generation_ = 0, graphs_generation_ = 0;
+  StepGraphCounts graph_counts_;
+  // The current graph pass's host arguments, packed as in kGraphArguments (a
+  // dry pass fills the bytes; the capture only counts them), and the input
+  // features the dry pass uploaded, for kGraphFeatures.
+  std::vector<unsigned char> graph_arguments_;
+  size_t graph_argument_bytes_ = 0;
+  const void* graph_features_source_ = nullptr;
+  size_t graph_feature_bytes_ = 0;
 };
 
 extern template class CudaBackend<__half>;

@@ -1,6 +1,6 @@
-// RAII owners of CUDA handles: a stream, an event, pinned host memory and a
-// cuBLASLt handle. Each creates its handle in the constructor (checked), destroys it in the
-// destructor (errors there are ignored: a destructor must not throw, and a
+// RAII owners of CUDA handles: a stream, an event, pinned host memory, an
+// instantiated graph and a cuBLASLt handle. Each creates its handle in the constructor (checked),
+// destroys it in the destructor (errors there are ignored: a destructor must not throw, and a
 // failing device has already reported through the calls that used it), and
 // is movable but not copyable.
 #pragma once
@@ -115,6 +115,41 @@ class PinnedBuffer {
  private:
   void* data_ = nullptr;
   size_t bytes_ = 0;
+};
+
+// An instantiated CUDA graph, made from what a stream's capture recorded.
+class CudaGraphExec {
+ public:
+  CudaGraphExec() = default;
+  // Ends the capture begun on `stream` and instantiates the graph it recorded.
+  static CudaGraphExec end_capture(cudaStream_t stream) {
+    cudaGraph_t graph = nullptr;
+    CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    CudaGraphExec exec;
+    const cudaError_t status = cudaGraphInstantiate(&exec.exec_, graph, 0);
+    (void)cudaGraphDestroy(graph);
+    CUDA_CHECK(status);
+    return exec;
+  }
+  ~CudaGraphExec() {
+    if (exec_) (void)cudaGraphExecDestroy(exec_);
+  }
+  CudaGraphExec(CudaGraphExec&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+  CudaGraphExec& operator=(CudaGraphExec&& other) noexcept {
+    std::swap(exec_, other.exec_);
+    return *this;
+  }
+  CudaGraphExec(const CudaGraphExec&) = delete;
+  CudaGraphExec& operator=(const CudaGraphExec&) = delete;
+
+  // Queues the graph's work on `stream` (counted: kernels/cuda/call_counts.h).
+  void launch(cudaStream_t stream) const {
+    cuda_detail::count_graph_launch();
+    CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+  }
+
+ private:
+  cudaGraphExec_t exec_ = nullptr;
 };
 
 class CublasLtHandle {

@@ -117,17 +117,20 @@ __device__ inline void store_floats(T* p, const float* x) {
 }
 
 // A dropout site on the device (kernels/philox.h, the CPU's masks): element i
-// of the site is kept when dropout_bits(seed, offset + i) >= threshold and
+// of the site is kept when dropout_bits(*seed, offset + i) >= threshold and
 // then scaled by keep_scale = 1 / (1 - p); p = 0 (active false) keeps all.
+// The seed is read from device memory, where the host puts each step's, so
+// that a step graph replays with the step's seed (DESIGN.md "Step graphs").
 struct DropoutSite {
   bool active = false;
   uint32_t threshold = 0;
   float keep_scale = 1.0f;
-  uint64_t seed = 0, offset = 0;
+  const uint64_t* seed = nullptr;
+  uint64_t offset = 0;
 };
 
-// The site for probability p (on the host; p in [0, 1]).
-inline DropoutSite dropout_site(float p, uint64_t seed, uint64_t offset) {
+// The site for probability p (on the host; p in [0, 1]; seed in device memory).
+inline DropoutSite dropout_site(float p, const uint64_t* seed, uint64_t offset) {
   DropoutSite site;
   site.active = p > 0.0f;
   site.threshold = dropout_threshold(p);
@@ -147,10 +150,11 @@ __device__ inline void dropout_factors(const DropoutSite& site, size_t i, float*
   }
   if constexpr (Width == kPack) {
     uint32_t bits[kDropoutElementsPerBlock];
-    dropout_block_bits(site.seed, (site.offset + i) / kDropoutElementsPerBlock, bits);
+    dropout_block_bits(*site.seed, (site.offset + i) / kDropoutElementsPerBlock, bits);
     for (int e = 0; e < kPack; ++e) factor[e] = bits[e] >= site.threshold ? site.keep_scale : 0.0f;
   } else {
-    factor[0] = dropout_bits(site.seed, site.offset + i) >= site.threshold ? site.keep_scale : 0.0f;
+    factor[0] =
+        dropout_bits(*site.seed, site.offset + i) >= site.threshold ? site.keep_scale : 0.0f;
   }
 }
 

@@ -36,8 +36,9 @@ __global__ void residual_dropout_backward_kernel(T* dbranch, const T* dx, float 
 using namespace cuda_kernels;
 
 template <typename T>
-void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
-                                    uint64_t offset, size_t n, cudaStream_t stream) {
+void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p,
+                                    const uint64_t* seed, uint64_t offset, size_t n,
+                                    cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   if (n == 0) return;
   const DropoutSite site = dropout_site(p, seed, offset);
@@ -50,10 +51,11 @@ void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float 
   }
 }
 
-template void cuda_residual_dropout_backward<__half>(__half*, const __half*, float, float, uint64_t,
-                                                     uint64_t, size_t, cudaStream_t);
+template void cuda_residual_dropout_backward<__half>(__half*, const __half*, float, float,
+                                                     const uint64_t*, uint64_t, size_t,
+                                                     cudaStream_t);
 template void cuda_residual_dropout_backward<__nv_bfloat16>(__nv_bfloat16*, const __nv_bfloat16*,
-                                                            float, float, uint64_t, uint64_t,
+                                                            float, float, const uint64_t*, uint64_t,
                                                             size_t, cudaStream_t);
 
 }  // namespace mpiasr

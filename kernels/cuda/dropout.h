@@ -14,7 +14,8 @@ namespace mpiasr {
 // dbranch[i] = scale (dropout_keep(seed, offset + i, p) ? dx[i] / (1 - p) : 0)
 // (dbranch may alias dx).
 template <typename T>
-void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p, uint64_t seed,
-                                    uint64_t offset, size_t n, cudaStream_t stream);
+void cuda_residual_dropout_backward(T* dbranch, const T* dx, float scale, float p,
+                                    const uint64_t* seed, uint64_t offset, size_t n,
+                                    cudaStream_t stream);
 
 }  // namespace mpiasr

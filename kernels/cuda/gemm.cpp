@@ -12,11 +12,14 @@
 // CUBLAS_COMPUTE_32F with fp32 scales (fp32 accumulation on tensor cores).
 // Each call describes its product (matmul and layout descriptors, owned by
 // LtDescriptors) and asks the heuristic for the best algorithm within the
-// workspace; cuBLASLt caches the heuristic's answers.
+// workspace; cuBLASLt caches the heuristic's answers. A dry pass of a step
+// graph (step_graph.h) asks the heuristic, whose answer the caller acts on,
+// and signs the matmul instead of queueing it.
 #include "kernels/cuda/gemm.h"
 
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/step_graph.h"
 #include "kernels/gemm_check.h"
 
 namespace mpiasr {
@@ -107,7 +110,12 @@ bool cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, in
                                         << ", epilogue " << int(lt) << ": "
                                         << cublasLtGetStatusName(status));
   }
-  cuda_detail::count_launch();
+  if (!cuda_detail::sign_work("cublasLtMatmul", trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb,
+                              ab_type, beta, C, c_type, ldc, epilogue, vector, context.workspace,
+                              context.stream)) {
+    return true;
+  }
+  cuda_detail::count_queued_launch();
   CUBLAS_CHECK(cublasLtMatmul(context.handle, d.matmul, &alpha, B, d.a, A, d.b, &beta, C, d.c, C,
                               d.c, &best.algo, context.workspace, context.workspace_bytes,
                               context.stream));

@@ -9,24 +9,41 @@
 //                  are evaluated once), or records it when the stream is
 //                  capturing a graph; a bad launch or a failing block throws
 //                  the same way, saying what went wrong
-//       both:      counts the launch (kernels/cuda/call_counts.h)
+//       both:      evaluates the arguments once; in a step graph's dry or
+//                  capturing pass signs the launch, and in a dry pass queues
+//                  nothing (kernels/cuda/step_graph.h); counts a launch that
+//                  is queued (kernels/cuda/call_counts.h)
 //   MPIASR_SHARED(T, name)          a static shared variable of type T, arrays
 //                                   included (MPIASR_SHARED(float[32][33], tile))
 //   MPIASR_DYNAMIC_SHARED(T, name)  T* name: the launch's dynamic shared memory
 #pragma once
 
-#ifdef MPIASR_CUDA_EMU
-
 #include <tuple>
 
 #include "kernels/cuda/call_counts.h"
+#include "kernels/cuda/step_graph.h"
+
+// Signs the launch whose arguments are the tuple mpiasr_arguments_ (step
+// graphs, kernels/cuda/step_graph.h); false: a dry pass, not to be launched.
+#define MPIASR_SIGN_LAUNCH(kernel, grid, block, shared_bytes)                       \
+  std::apply(                                                                       \
+      [&](const auto&... a) {                                                       \
+        return ::mpiasr::cuda_detail::sign_launch(#kernel, dim3(grid), dim3(block), \
+                                                  size_t(shared_bytes), a...);      \
+      },                                                                            \
+      mpiasr_arguments_)
+
+#ifdef MPIASR_CUDA_EMU
+
 #include "kernels/cuda_emu/simt.h"
 
 #define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                              \
   do {                                                                                             \
-    ::mpiasr::cuda_detail::count_launch();                                                         \
+    auto mpiasr_arguments_ = std::make_tuple(__VA_ARGS__);                                         \
+    if (!MPIASR_SIGN_LAUNCH(kernel, grid, block, shared_bytes)) break;                             \
+    ::mpiasr::cuda_detail::count_queued_launch();                                                  \
     ::mpiasr::emu::launch({#kernel, __FILE__, __LINE__}, grid, block, shared_bytes, stream,        \
-                          [mpiasr_arguments_ = std::make_tuple(__VA_ARGS__)] {                     \
+                          [mpiasr_arguments_ = std::move(mpiasr_arguments_)] {                     \
                             std::apply([](const auto&... a) { kernel(a...); }, mpiasr_arguments_); \
                           });                                                                      \
   } while (0)
@@ -43,13 +60,15 @@
 
 #include <type_traits>
 
-#include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
 
 #define MPIASR_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                           \
   do {                                                                                          \
-    ::mpiasr::cuda_detail::count_launch();                                                      \
-    kernel<<<grid, block, shared_bytes, stream>>>(__VA_ARGS__);                                 \
+    auto mpiasr_arguments_ = std::make_tuple(__VA_ARGS__);                                      \
+    if (!MPIASR_SIGN_LAUNCH(kernel, grid, block, shared_bytes)) break;                          \
+    ::mpiasr::cuda_detail::count_queued_launch();                                               \
+    std::apply([&](const auto&... a) { kernel<<<grid, block, shared_bytes, stream>>>(a...); },  \
+               mpiasr_arguments_);                                                              \
     const cudaError_t mpiasr_launch_code_ = cudaGetLastError();                                 \
     if (mpiasr_launch_code_ != cudaSuccess) {                                                   \
       ::mpiasr::cuda_detail::cuda_call_failed("launch of kernel " #kernel, mpiasr_launch_code_, \

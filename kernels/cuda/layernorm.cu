@@ -284,7 +284,7 @@ void cuda_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, cons
 
 template <typename T>
 void cuda_residual_layernorm_forward(T* x, T* out, float* mean, float* rstd, const T* base,
-                                     const T* branch, float scale, float p, uint64_t seed,
+                                     const T* branch, float scale, float p, const uint64_t* seed,
                                      uint64_t offset, const T* weight, const T* bias, int N, int C,
                                      float eps, cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
@@ -323,9 +323,9 @@ void cuda_layernorm_swish_backward(T* dinp, float* dweight, float* dbias, const 
 #define MPIASR_INSTANTIATE(T)                                                                      \
   template void cuda_layernorm_forward<T>(T*, float*, float*, const T*, const T*, const T*, int,   \
                                           int, float, cudaStream_t);                               \
-  template void cuda_residual_layernorm_forward<T>(T*, T*, float*, float*, const T*, const T*,     \
-                                                   float, float, uint64_t, uint64_t, const T*,     \
-                                                   const T*, int, int, float, cudaStream_t);       \
+  template void cuda_residual_layernorm_forward<T>(                                                \
+      T*, T*, float*, float*, const T*, const T*, float, float, const uint64_t*, uint64_t,         \
+      const T*, const T*, int, int, float, cudaStream_t);                                          \
   template void cuda_layernorm_swish_forward<T>(T*, T*, float*, float*, const T*, const T*,        \
                                                 const T*, int, int, float, cudaStream_t);          \
   template void cuda_layernorm_backward<T>(T*, float*, float*, const T*, const T*, const T*,       \

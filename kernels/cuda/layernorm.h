@@ -20,7 +20,7 @@ void cuda_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, cons
 // rstd as cuda_layernorm_forward of x.
 template <typename T>
 void cuda_residual_layernorm_forward(T* x, T* out, float* mean, float* rstd, const T* base,
-                                     const T* branch, float scale, float p, uint64_t seed,
+                                     const T* branch, float scale, float p, const uint64_t* seed,
                                      uint64_t offset, const T* weight, const T* bias, int N, int C,
                                      float eps, cudaStream_t stream);
 

@@ -1,0 +1,103 @@
+// The passes of a step queued as a CUDA graph (CudaBackend::queue_as_graph,
+// DESIGN.md "Step graphs"), as seen by every place that puts work on a
+// stream: MPIASR_LAUNCH, cuda_gemm, and the copies and memsets below.
+//
+//   kEager    the work is queued (the default)
+//   kDry      nothing is queued; each piece of work is folded into the pass's
+//             signature instead: the kernel (its call site), grid, block,
+//             shared bytes and every argument that is a number, an enum or a
+//             pointer (a struct argument counts by its size only; the host
+//             code that fills one is the same code and sees the same sizes
+//             and pointers)
+//   kCapture  the work is queued on a capturing stream and signed the same
+//             way, so the capture can be checked against the dry pass
+//
+// Signature: FNV-1a over 64-bit words. The pass is per host thread.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include "kernels/cuda/call_counts.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace mpiasr {
+
+enum class GraphPass { kEager, kDry, kCapture };
+
+namespace cuda_detail {
+
+inline thread_local GraphPass graph_pass = GraphPass::kEager;
+inline thread_local uint64_t graph_signature = 0;
+
+inline void sign_word(uint64_t word) {
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  for (int i = 0; i < 8; ++i) {
+    graph_signature ^= (word >> (8 * i)) & 0xff;
+    graph_signature *= kPrime;
+  }
+}
+
+template <typename T>
+void sign_argument(const T& value) {
+  using V = std::remove_cvref_t<T>;
+  if constexpr (std::is_pointer_v<V>) {
+    sign_word(uint64_t(reinterpret_cast<uintptr_t>(value)));
+  } else if constexpr (std::is_floating_point_v<V>) {
+    sign_word(uint64_t(std::is_same_v<V, float> ? sizeof(float) : sizeof(double)));
+    sign_word(std::bit_cast<uint64_t>(double(value)));
+  } else if constexpr (std::is_integral_v<V> || std::is_enum_v<V>) {
+    sign_word(uint64_t(value));
+  } else {
+    sign_word(uint64_t(sizeof(V)));
+  }
+}
+
+inline void sign_dim(const dim3& d) {
+  sign_word(uint64_t(d.x) | uint64_t(d.y) << 21 | uint64_t(d.z) << 42);
+}
+
+// Signs one piece of work, `site` naming what it is and where it is queued
+// (a string literal); returns whether it must be queued (not a dry pass).
+template <typename... Args>
+bool sign_work(const char* site, const Args&... args) {
+  if (graph_pass == GraphPass::kEager) return true;
+  sign_word(uint64_t(reinterpret_cast<uintptr_t>(site)));
+  (sign_argument(args), ...);
+  return graph_pass != GraphPass::kDry;
+}
+
+template <typename... Args>
+bool sign_launch(const char* site, dim3 grid, dim3 block, size_t shared_bytes,
+                 const Args&... args) {
+  if (graph_pass == GraphPass::kEager) return true;
+  sign_dim(grid);
+  sign_dim(block);
+  return sign_work(site, shared_bytes, args...);
+}
+
+// Counts a kernel or GEMM that was queued: not one a capture records (its
+// graph's launches are counted instead).
+inline void count_queued_launch() {
+  if (graph_pass == GraphPass::kEager) count_launch();
+}
+
+}  // namespace cuda_detail
+
+// cudaMemsetAsync to 0 and cudaMemcpyAsync between device buffers, through
+// the pass: queued, or signed only.
+inline void zero_async(void* ptr, size_t bytes, cudaStream_t stream) {
+  if (!cuda_detail::sign_work("cudaMemsetAsync", ptr, bytes, stream)) return;
+  CUDA_CHECK(cudaMemsetAsync(ptr, 0, bytes, stream));
+}
+
+inline void copy_on_device_async(void* dst, const void* src, size_t bytes, cudaStream_t stream) {
+  if (!cuda_detail::sign_work("cudaMemcpyAsync", dst, src, bytes, stream)) return;
+  CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream));
+}
+
+}  // namespace mpiasr

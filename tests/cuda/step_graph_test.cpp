@@ -1,0 +1,187 @@
+// Step graphs (CudaBackend::queue_as_graph, DESIGN.md "Step graphs"): a
+// micro-batch's forward and backward queued as a graph trains exactly as
+// queued eagerly (the same kernels on the same data: bit-identical weights
+// and loss sums) over batches of two shapes, each shape captured once and
+// replayed with the next batch's host arguments (lengths, targets, dropout
+// seed, features); work that differs in anything the kernels are given gets
+// a graph of its own; and what a graph cannot hold is refused by name.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/cuda/call_counts.h"
+#include "model/conformer.h"
+#include "model/loss_scaler.h"
+#include "model/optimizer.h"
+#include "src/base/error.h"
+#include "tests/cuda/cuda_test_util.h"
+#include "tests/model/random_batch.h"
+
+namespace mpiasr {
+namespace {
+
+MPIASR_CUDA_TYPED_SUITE(StepGraph);
+
+// A model of `tiny`'s structure, narrow for the emulator, with dropout.
+ConformerConfig graph_config() {
+  ConformerConfig config = conformer_preset("tiny");
+  config.vocab_size = 12;
+  config.dropout = 0.1f;
+  return config;
+}
+
+// What training `batches` in turn leaves: the master weights and the loss sum.
+struct Trained {
+  std::vector<float> weights;
+  double loss_sum = 0;
+  int applied = 0;
+  StepGraphCounts graphs;
+  uint64_t graph_launches = 0;
+};
+
+template <typename Act>
+Trained train(const std::vector<HostBatch>& batches, bool graphs) {
+  CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  Conformer<Act, float> model(gpu, graph_config(), 3, 83, 5);
+  AdamWConfig adamw;
+  adamw.clip_norm = 1.0;
+  Optimizer<Act, float> optimizer(model.params(), adamw);
+  LossScalerConfig scaler_config;
+  scaler_config.enabled = std::is_same_v<Act, __half>;
+  scaler_config.init_scale = 1024.0f;
+  const LossScaler scaler(scaler_config);
+  optimizer.set_state(0, scaler.loss_scaler_state());
+  const StepGraphCounts before = gpu.step_graph_counts();
+  reset_cuda_call_counts();
+  for (size_t step = 0; step < batches.size(); ++step) {
+    optimizer.zero_grad();
+    optimizer.set_step_inputs(13.0, 1e-3f);
+    StepControl* control = optimizer.control();
+    const auto queue = [&] {
+      model.forward_backward(batches[step], 1.0, &control->scaler.scale, false,
+                             uint64_t(1000 + step), &control->loss_sum);
+    };
+    if (graphs) {
+      gpu.queue_as_graph(queue);
+    } else {
+      queue();
+    }
+    optimizer.add_grad_sum_squares();
+    optimizer.decide(scaler.rule());
+    optimizer.step();
+  }
+  Trained trained;
+  trained.graph_launches = cuda_call_counts().graph_launches;
+  const StepControl control = optimizer.read_control();
+  trained.loss_sum = control.loss_sum;
+  trained.applied = int(control.optimizer_step);
+  trained.weights.resize(model.params().size());
+  gpu.to_host(trained.weights.data(), model.params().master(),
+              trained.weights.size() * sizeof(float));
+  const StepGraphCounts after = gpu.step_graph_counts();
+  trained.graphs = {after.captures - before.captures, after.replays - before.replays};
+  return trained;
+}
+
+TYPED_TEST(StepGraph, TrainsBitIdenticallyToEagerStepsOneGraphPerShape) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  // Two shapes (3 x 83 and 2 x 64 frames); within a shape the lengths,
+  // targets, features (the batch seed) and dropout seed (the step) differ.
+  const std::vector<HostBatch> batches = {
+      testing::random_batch({83, 60, 47}, {{1, 2, 3, 3, 4, 11}, {5, 5, 6, 7}, {8, 9, 10}}, 83, 17,
+                            0),
+      testing::random_batch({64, 40}, {{2, 4, 6}, {1, 3, 5, 7, 9}}, 64, 18, 1),
+      testing::random_batch({50, 83, 71}, {{7, 7, 2}, {1, 2, 3, 4, 5, 6, 7}, {11, 10}}, 83, 19, 2),
+      testing::random_batch({31, 64}, {{3}, {4, 4, 8, 8}}, 64, 20, 3),
+      testing::random_batch({83, 83, 20}, {{9, 1}, {2, 2, 2}, {5}}, 83, 21, 4),
+  };
+  const Trained eager = train<Act>(batches, false);
+  const Trained graphed = train<Act>(batches, true);
+  EXPECT_EQ(eager.graphs.captures + eager.graphs.replays, 0u);
+  EXPECT_EQ(graphed.graphs.captures, 2u) << "one graph per batch shape";
+  EXPECT_EQ(graphed.graphs.replays, 3u);
+  EXPECT_EQ(graphed.graph_launches, 5u);
+  EXPECT_EQ(eager.graph_launches, 0u);
+  EXPECT_GT(eager.applied, 0);
+  EXPECT_EQ(graphed.applied, eager.applied);
+  EXPECT_GT(eager.loss_sum, 0.0);
+  EXPECT_EQ(graphed.loss_sum, eager.loss_sum);
+  ASSERT_EQ(graphed.weights.size(), eager.weights.size());
+  size_t differing = 0;
+  for (size_t i = 0; i < eager.weights.size(); ++i) {
+    if (std::memcmp(&graphed.weights[i], &eager.weights[i], sizeof(float)) != 0) ++differing;
+  }
+  EXPECT_EQ(differing, 0u) << "of " << eager.weights.size() << " weights";
+}
+
+// mask_padding with new lengths each time: one graph, and each replay masks
+// by its own lengths (they reach the graph as host arguments).
+TYPED_TEST(StepGraph, ReplaysReadEachCallsHostArgumentsAndNewWorkGetsItsOwnGraph) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  constexpr int B = 3, T = 9, C = 5;
+  cuda_test::DeviceArray<Act> x(gpu, size_t(B) * T * C);
+  const std::vector<Act> ones(size_t(B) * T * C, cuda_test::host_act<Act>(1.0f));
+  const std::vector<std::vector<int32_t>> lengths = {{9, 4, 0}, {1, 9, 7}, {3, 3, 3}};
+  const StepGraphCounts before = gpu.step_graph_counts();
+  for (const std::vector<int32_t>& L : lengths) {
+    gpu.to_device(x.get(), ones.data(), ones.size() * sizeof(Act));
+    gpu.queue_as_graph([&] { gpu.mask_padding(x.get(), L.data(), B, T, C); });
+    std::vector<Act> masked(ones.size());
+    gpu.to_host(masked.data(), x.get(), masked.size() * sizeof(Act));
+    for (int b = 0; b < B; ++b) {
+      for (int t = 0; t < T; ++t) {
+        for (int c = 0; c < C; ++c) {
+          ASSERT_EQ(cuda_test::host_float(masked[(size_t(b) * T + t) * C + c]),
+                    t < L[size_t(b)] ? 1.0f : 0.0f)
+              << "lengths " << L[0] << " " << L[1] << " " << L[2] << ", b " << b << ", t " << t;
+        }
+      }
+    }
+  }
+  // Fewer utterances: other work, another graph.
+  gpu.queue_as_graph([&] { gpu.mask_padding(x.get(), lengths[0].data(), B - 1, T, C); });
+  gpu.synchronize();
+  const StepGraphCounts after = gpu.step_graph_counts();
+  EXPECT_EQ(after.captures - before.captures, 2u);
+  EXPECT_EQ(after.replays - before.replays, 2u);
+}
+
+TYPED_TEST(StepGraph, RefusesReadsBackAndCopiesInsideAGraph) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  cuda_test::DeviceArray<float> x(gpu, 4);
+  float host[4] = {1, 2, 3, 4};
+  const auto refused = [&](const std::function<void()>& queue) {
+    try {
+      gpu.queue_as_graph(queue);
+    } catch (const Error& error) {
+      return std::string(error.what());
+    }
+    return std::string("not refused");
+  };
+  EXPECT_NE(refused([&] {
+              gpu.to_host(host, x.get(), sizeof host);
+            }).find("to_host inside queue_as_graph"),
+            std::string::npos);
+  EXPECT_NE(refused([&] {
+              gpu.to_device(x.get(), host, sizeof host);
+            }).find("to_device inside queue_as_graph"),
+            std::string::npos);
+  // Eager again afterwards.
+  gpu.to_device(x.get(), host, sizeof host);
+  float back[4] = {};
+  gpu.to_host(back, x.get(), sizeof back);
+  EXPECT_EQ(std::memcmp(back, host, sizeof host), 0);
+}
+
+}  // namespace
+}  // namespace mpiasr
