@@ -40,6 +40,7 @@ std::string describe(const Manifest& manifest, const Utterance& utterance) {
 Loader::Loader(const Manifest& manifest, const Tokenizer& tokenizer, const Fbank& fbank,
                const Cmvn* cmvn, LoaderOptions options)
     : manifest_(manifest), fbank_(fbank), cmvn_(cmvn), options_(std::move(options)) {
+  MPIASR_CHECK(options_.frame_multiple >= 1, "loader: frame_multiple " << options_.frame_multiple);
   if (options_.workers < 0 || options_.queue_depth < 1) {
     MPIASR_FAIL(ExitCode::kUsage, "loader: workers " << options_.workers
                                                      << " must be >= 0 and queue_depth "
@@ -214,7 +215,8 @@ void Loader::make_batch(const std::vector<size_t>& utterances, int epoch, Batch&
     seconds += utterance_seconds;
   }
 
-  const int max_frames = *std::max_element(scratch.frames.begin(), scratch.frames.end());
+  const int longest = *std::max_element(scratch.frames.begin(), scratch.frames.end());
+  const int max_frames = round_up_frames(longest, options_.frame_multiple);
   const size_t row = static_cast<size_t>(max_frames) * n_mels;
   out.batch_size = static_cast<int>(count);
   out.max_frames = max_frames;

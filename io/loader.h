@@ -68,7 +68,13 @@ struct LoaderOptions {
   bool per_utterance_cmvn = false;    // exclusive with a global Cmvn
   std::vector<double> speed_factors;  // speed perturbation (io/speed_perturb.h); empty = none
   uint64_t seed = 0;
+  int frame_multiple = 1;  // a batch's frames padded up to a multiple of this
 };
+
+// frames rounded up to a multiple of `multiple` (>= 1).
+inline int round_up_frames(int frames, int multiple) {
+  return (frames + multiple - 1) / multiple * multiple;
+}
 
 class Loader {
  public:

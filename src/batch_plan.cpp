@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "io/audio.h"
+#include "io/loader.h"
 
 namespace mpiasr {
 
@@ -21,7 +22,8 @@ std::vector<BatchShape> sampler_batch_shapes(const std::vector<double>& duration
   if (sorted.empty()) return {};
   if (batching.mode == BatchMode::kFixed) {
     return {{std::min(batching.batch_size, int(sorted.size())),
-             max_feature_frames(sorted.back() * stretch, fbank)}};
+             round_up_frames(max_feature_frames(sorted.back() * stretch, fbank),
+                             batching.frame_multiple)}};
   }
   std::vector<BatchShape> shapes;
   for (size_t i = 0; i < sorted.size(); ++i) {
@@ -29,7 +31,8 @@ std::vector<BatchShape> sampler_batch_shapes(const std::vector<double>& duration
     const double budget = batching.max_batch_seconds / sorted[i];
     const int most = int(std::min<double>(
         {double(batching.max_batch_utterances), double(i + 1), std::max(1.0, std::floor(budget))}));
-    shapes.push_back({most, max_feature_frames(sorted[i] * stretch, fbank)});
+    shapes.push_back({most, round_up_frames(max_feature_frames(sorted[i] * stretch, fbank),
+                                            batching.frame_multiple)});
   }
   return shapes;
 }

@@ -47,7 +47,8 @@ DecodeWindowing decode_windowing(const Config& config, const Fbank& fbank);
 
 // The shapes of every batch the sampler can make of `durations`, each
 // utterance's audio lengthened by up to `stretch` (speed perturbation; the
-// sampler's budget counts the durations as written).
+// sampler's budget counts the durations as written), and the frames padded
+// to batching.frame_multiple as the loader pads them.
 std::vector<BatchShape> sampler_batch_shapes(const std::vector<double>& durations,
                                              const BatchingConfig& batching, const Fbank& fbank,
                                              double stretch = 1.0);

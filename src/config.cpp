@@ -310,6 +310,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(batching, drop_last),
       MPIASR_INT_KEY(batching, workers, 1, 256),
       MPIASR_INT_KEY(batching, queue_depth, 1, 1024),
+      MPIASR_INT_KEY(batching, frame_multiple, 1, 100000),
       MPIASR_INT_KEY(features, sample_rate, kMinSampleRate, kMaxSampleRate),
       MPIASR_INT_KEY(features, n_mels, 1, 1024),
       MPIASR_KEY(features, window),
@@ -362,6 +363,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(training, zero_infinity),
       MPIASR_INT_KEY(training, log_every, 1, 1000000000),
       MPIASR_KEY(training, gpu_reserve_mb),
+      MPIASR_KEY(training, cuda_graphs),
       MPIASR_INT_KEY(validation, every_steps, 0, 1e15),
       MPIASR_KEY(checkpoint, dir),
       MPIASR_INT_KEY(checkpoint, every_steps, 0, 1e15),
@@ -643,6 +645,8 @@ void check_config(const Config& c) {
               c.distributed.allreduce_dtype == AllreduceDtype::kFp32,
           "distributed.allreduce_dtype", to_string(c.distributed.allreduce_dtype),
           "not available with training.device cpu (the MPI all-reduce sums fp32)");
+  require(c.training.device != DeviceType::kCpu || !c.training.cuda_graphs, "training.cuda_graphs",
+          "true", "not available with training.device cpu");
   require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,
           "must be >= 0 (0 = no limit)");
   require(c.training.gpu_reserve_mb >= 0, "training.gpu_reserve_mb", c.training.gpu_reserve_mb,

@@ -90,6 +90,9 @@ struct BatchingConfig {
   bool drop_last = false;          // trim the batch list to a multiple of the world size
   int workers = 2;                 // loader threads per rank
   int queue_depth = 4;             // batches prepared ahead
+  // Training batches are padded to a multiple of this many frames, so that
+  // their shapes fall in few buckets (step graphs, training.cuda_graphs).
+  int frame_multiple = 1;
 
   bool operator==(const BatchingConfig&) const = default;
 };
@@ -195,6 +198,10 @@ struct TrainingConfig {
   // GPU memory (MiB) left free beside the CUDA backend's arena, which takes
   // the rest, for the CUDA context, NCCL's buffers and cuBLAS.
   double gpu_reserve_mb = 3072;
+  // CUDA: each micro-batch's forward and backward replayed as a CUDA graph,
+  // one per batch shape (DESIGN.md "Step graphs"); the micro-batch that
+  // starts the gradient all-reduce of a multi-GPU run stays eager.
+  bool cuda_graphs = false;
 
   bool operator==(const TrainingConfig&) const = default;
 };

@@ -24,6 +24,7 @@ FeaturePipeline::FeaturePipeline(const Config& config, FeatureUse use, const std
   loader.queue_depth = config.batching.queue_depth;
   loader.per_utterance_cmvn = config.features.cmvn == CmvnMode::kUtterance;
   loader.seed = config.training.seed;
+  if (use == FeatureUse::kTraining) loader.frame_multiple = config.batching.frame_multiple;
   if (use == FeatureUse::kTraining && config.data.speed_perturb) {
     loader.speed_factors = config.data.speed_factors;
   }

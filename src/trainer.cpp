@@ -164,6 +164,11 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
                                        "the CPU (set precision.mode to fp32 or auto)");
   }
 #endif
+  if (config.training.cuda_graphs) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "training.cuda_graphs = true needs the CUDA backend; this run "
+                "trains on the CPU (set training.cuda_graphs to false)");
+  }
   if (config.distributed.allreduce_dtype != AllreduceDtype::kFp32) {
     MPIASR_FAIL(ExitCode::kUsage,
                 "distributed.allreduce_dtype = "

@@ -433,6 +433,10 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
   }
   result.step = state_.step;
   result.finished = state_.step >= state_.total_steps || time_spent_;
+  if (config_.training.cuda_graphs) {
+    const StepGraphCounts graphs = backend_.step_graph_counts();
+    log_ << "step graphs: " << graphs.captures << " captured, " << graphs.replays << " replayed\n";
+  }
   if (result.finished) {
     log_ << "training done: " << state_.step << " steps in "
          << format_duration(std::chrono::duration<double>(Clock::now() - start_time_).count())
@@ -490,10 +494,18 @@ bool Trainer<Act, Acc>::train_step() {
         reducer_->on_grads_ready(offset, count);
       };
     }
-    model_->forward_backward(
-        model_input(batch), 1.0, &control->scaler.scale, config_.training.zero_infinity,
-        trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
-        &control->loss_sum, on_grads_ready);
+    const auto queue = [&] {
+      model_->forward_backward(
+          model_input(batch), 1.0, &control->scaler.scale, config_.training.zero_infinity,
+          trainer_detail::dropout_seed(config_.training.seed, state_.step, ctx_.world_rank(), i),
+          &control->loss_sum, on_grads_ready);
+    };
+    // A step graph cannot start the all-reduce from inside backward.
+    if (config_.training.cuda_graphs && !on_grads_ready) {
+      backend_.queue_as_graph(queue);
+    } else {
+      queue();
+    }
     for (int b = 0; b < batch.batch_size; ++b) interval_.tokens += batch.target_lengths[size_t(b)];
     interval_.utterances += batch.batch_size;
     interval_.audio_seconds += batch.audio_seconds;

@@ -15,10 +15,13 @@
 // every matrix product and convolution of forward and backward; elementwise
 // work not counted) and
 // MFU, its ratio to the device's dense fp16 tensor-core peak; launches/step
-// and host_waits/step (kernels/cuda/call_counts.h).
+// and host_waits/step (kernels/cuda/call_counts.h). Run twice: train_step
+// queues forward and backward eagerly, train_step_graphs as a step graph
+// (training.cuda_graphs), captured in the warm-up and replayed; each for
+// --seconds.
 //
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
-// --seconds=S (default 10): the run lasts about S seconds, after 3 warm-up
+// --seconds=S (default 10): each run lasts about S seconds, after 4 warm-up
 // steps that also size the iteration count. Without a CUDA device it prints
 // SKIP, or lists its benchmark, and exits 0 (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
@@ -70,13 +73,22 @@ HostBatch synthetic_batch(uint64_t seed) {
   return batch;
 }
 
-// One training step, queued without waiting for the device.
-void train_step(Conformer<__half, float>& model, Optimizer<__half, float>& optimizer,
-                const LossScaler& scaler, const HostBatch& batch, uint64_t step) {
+// One training step, queued without waiting for the device; with `graphs`,
+// forward and backward as a step graph (training.cuda_graphs).
+void train_step(CudaBackend<__half>& backend, Conformer<__half, float>& model,
+                Optimizer<__half, float>& optimizer, const LossScaler& scaler,
+                const HostBatch& batch, uint64_t step, bool graphs) {
   optimizer.zero_grad();
   optimizer.set_step_inputs(double(kBatch) * kTokens, 1e-4f);
   StepControl* control = optimizer.control();
-  model.forward_backward(batch, 1.0, &control->scaler.scale, true, step, &control->loss_sum);
+  const auto queue = [&] {
+    model.forward_backward(batch, 1.0, &control->scaler.scale, true, step, &control->loss_sum);
+  };
+  if (graphs) {
+    backend.queue_as_graph(queue);
+  } else {
+    queue();
+  }
   optimizer.add_grad_sum_squares();
   optimizer.decide(scaler.rule());
   optimizer.step();
@@ -96,14 +108,15 @@ struct TrainRun {
   HostBatch batch;
 };
 
-void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup) {
+void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, bool graphs) {
   uint64_t step = 100;
   int64_t done = 0;
   run->optimizer->clear_sums();
   reset_cuda_call_counts();
   StepControl control;
   for (auto _ : state) {
-    train_step(*run->model, *run->optimizer, run->scaler, run->batch, ++step);
+    train_step(*run->backend, *run->model, *run->optimizer, run->scaler, run->batch, ++step,
+               graphs);
     // The one wait, inside the timed loop.
     if (++done == int64_t(state.max_iterations)) control = run->optimizer->read_control();
   }
@@ -121,6 +134,7 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup) {
   state.counters["skipped_steps"] = control.skipped;
   state.counters["launches/step"] = double(counts.launches) / double(done);
   state.counters["host_waits/step"] = double(counts.host_waits) / double(done);
+  state.counters["graph_launches/step"] = double(counts.graph_launches) / double(done);
   state.SetLabel(setup.preset + ", batch 32 x 15 s, " +
                  std::to_string(run->model->params().num_parameters() / 1000000) + " M parameters");
 }
@@ -145,11 +159,14 @@ int main(int argc, char** argv) {
   const bool list_requested = benchmark_list_requested(rest_count, rest.data());
   benchmark::Initialize(&rest_count, rest.data());
   TrainRun run;
-  benchmark::internal::Benchmark* registered =
-      benchmark::RegisterBenchmark(("train_step/" + setup.preset).c_str(), BM_train_step, &run,
-                                   setup)
-          ->UseRealTime()
-          ->Unit(benchmark::kMillisecond);
+  std::vector<benchmark::internal::Benchmark*> registered;
+  for (const bool graphs : {false, true}) {
+    const std::string name = (graphs ? "train_step_graphs/" : "train_step/") + setup.preset;
+    registered.push_back(
+        benchmark::RegisterBenchmark(name.c_str(), BM_train_step, &run, setup, graphs)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond));
+  }
   if (list_or_skip("cuda_train_bench", list_requested)) return 0;
 
   run.backend = std::make_unique<CudaBackend<__half>>();
@@ -163,16 +180,19 @@ int main(int argc, char** argv) {
   run.batch = synthetic_batch(7);
 
   // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
-  for (uint64_t step = 0; step < 2; ++step) {
-    train_step(*run.model, *run.optimizer, run.scaler, run.batch, step);
+  // The graph is captured in the warm-up too.
+  for (uint64_t step = 0; step < 3; ++step) {
+    train_step(*run.backend, *run.model, *run.optimizer, run.scaler, run.batch, step, step == 2);
   }
   run.optimizer->read_control();
   const auto start = std::chrono::steady_clock::now();
-  train_step(*run.model, *run.optimizer, run.scaler, run.batch, 2);
+  train_step(*run.backend, *run.model, *run.optimizer, run.scaler, run.batch, 3, false);
   run.optimizer->read_control();
   const double step_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  registered->Iterations(benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds)));
+  for (benchmark::internal::Benchmark* benchmark : registered) {
+    benchmark->Iterations(benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds)));
+  }
 
   benchmark::AddCustomContext("device", run.backend->device_info().name);
   benchmark::AddCustomContext("peak_fp16_tflops",

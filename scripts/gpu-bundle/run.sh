@@ -16,13 +16,16 @@
 #   train_step    20  cuda_training_test: a `tiny` training step, GPU against CPU
 #   train         45  mpiasr train tiny on the GPU, 300 steps on the bundled
 #                     corpus: the loss falls, checkpoints are written
-#   resume        20  the same command to step 350: it resumes from step 300
+#   resume        20  the same command to step 350: it resumes from step 300,
+#                     now with step graphs (training.cuda_graphs, frames padded
+#                     to 64), and replays them
 #   eval          15  mpiasr eval of the GPU run's checkpoint: a CER
 #   nccl_mpirun   20  nccl_test under the bundle's mpirun -np 1 (1-rank NCCL
 #                     all-reduce on the world and node communicators, the bucketed reducer)
 #   nccl_single   15  nccl_test started alone, as an MPI singleton
 #   bench_ops     30  cuda_ops_bench: time per op, TFLOP/s or GB/s, % of peak
-#   bench_medium  30  cuda_train_bench --preset=medium: ms/step, audio-s/s, TFLOP/s, MFU
+#   bench_medium  30  cuda_train_bench --preset=medium: ms/step, audio-s/s, TFLOP/s, MFU,
+#                     eager and with step graphs, 6 s each
 #   bench_large   35  the same for large
 #   memcheck      50  compute-sanitizer memcheck over cuda_kernels_test
 # The budgets add up to 330 s, and no step starts after 340 s (MPIASR_CHECK_SECONDS),
@@ -220,12 +223,15 @@ step_train() {
 }
 
 step_resume() {
-  mpiasr_train --training.max_steps=350 --validation.every_steps=0 --checkpoint.every_steps=0
+  mpiasr_train --training.max_steps=350 --validation.every_steps=0 --checkpoint.every_steps=0 \
+    --training.cuda_graphs=true --batching.frame_multiple=64
   local rc=$? log="$logs/resume.log"
   ((rc == 0)) || { detail "exit $rc: $(tail -n 1 "$log")"; return 1; }
   grep -q '^resumed from .*step 300' "$log" || { detail "did not resume from step 300"; return 1; }
   grep -q '^training done: 350 steps' "$log" || { detail "the resumed run did not reach step 350"; return 1; }
-  detail "$(grep -m1 '^resumed from' "$log"); $(grep -m1 '^training done' "$log")"
+  grep -qE '^step graphs: [1-9][0-9]* captured, [1-9][0-9]* replayed' "$log" ||
+    { detail "no graph replayed: $(grep -m1 '^step graphs' "$log")"; return 1; }
+  detail "$(grep -m1 '^resumed from' "$log"); $(grep -m1 '^training done' "$log"); $(grep -m1 '^step graphs' "$log")"
 }
 
 step_eval() {
@@ -245,11 +251,11 @@ step_bench_ops() {
     --benchmark_out="$logs/bench_ops.json" --benchmark_out_format=json
 }
 step_bench_medium() {
-  bench_step "$B/bin/cuda_train_bench" --preset=medium --seconds=10 \
+  bench_step "$B/bin/cuda_train_bench" --preset=medium --seconds=6 \
     --benchmark_out="$logs/bench_medium.json" --benchmark_out_format=json
 }
 step_bench_large() {
-  bench_step "$B/bin/cuda_train_bench" --preset=large --seconds=10 \
+  bench_step "$B/bin/cuda_train_bench" --preset=large --seconds=6 \
     --benchmark_out="$logs/bench_large.json" --benchmark_out_format=json
 }
 

@@ -242,6 +242,14 @@ TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--precision.mode=bf16-mixed"}),
                   "not available with training.device cpu");
   EXPECT_EQ(override_error({"--training.device=cuda", "--precision.mode=bf16-mixed"}), "");
+  EXPECT_CONTAINS(override_error({"--training.device=cpu", "--training.cuda_graphs=true"}),
+                  "config key 'training.cuda_graphs' = true: not available with training.device "
+                  "cpu");
+  EXPECT_EQ(override_error({"--training.device=cuda", "--training.cuda_graphs=true",
+                            "--batching.frame_multiple=64"}),
+            "");
+  EXPECT_CONTAINS(override_error({"--batching.frame_multiple=0"}),
+                  "expected an integer in [1, 100000]");
   EXPECT_CONTAINS(override_error({"--training.device=cpu", "--distributed.allreduce_dtype=fp16"}),
                   "config key 'distributed.allreduce_dtype' = fp16: not available with "
                   "training.device cpu");
@@ -273,6 +281,8 @@ Config unusual_config() {
   c.training.max_steps = 123456789012;
   c.training.max_minutes = 59.5;
   c.training.gpu_reserve_mb = 1536.5;
+  c.training.cuda_graphs = true;
+  c.batching.frame_multiple = 64;
   c.precision.max_skips_at_min_scale = 3;
   c.distributed.hierarchical = true;
   c.distributed.allreduce_dtype = AllreduceDtype::kFp16;

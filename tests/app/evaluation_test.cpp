@@ -136,6 +136,22 @@ TEST(SamplerBatchShapesTest, FixedBatchesAreBatchSizeTimesTheLongest) {
   EXPECT_EQ(shapes[0].frames, max_feature_frames(3.2, fbank));
 }
 
+// With batching.frame_multiple the plan holds the padded shapes the loader
+// makes: each shape's frames rounded up, its utterances unchanged.
+TEST(SamplerBatchShapesTest, FramesArePaddedAsTheLoaderPadsThem) {
+  const Fbank fbank(FbankOptions{});
+  const std::vector<double> durations = random_durations(200, 5);
+  BatchingConfig batching = dynamic_batching(60, 32);
+  const std::vector<BatchShape> plain = sampler_batch_shapes(durations, batching, fbank);
+  batching.frame_multiple = 64;
+  const std::vector<BatchShape> padded = sampler_batch_shapes(durations, batching, fbank);
+  ASSERT_EQ(padded.size(), plain.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    EXPECT_EQ(padded[i].batch, plain[i].batch);
+    EXPECT_EQ(padded[i].frames, (plain[i].frames + 63) / 64 * 64) << plain[i].frames;
+  }
+}
+
 TEST(MaxFeatureFramesTest, CoversTheLongestUtterance) {
   Fbank fbank(FbankOptions{});
   const int frames = max_feature_frames(3.2, fbank);

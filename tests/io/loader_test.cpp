@@ -189,6 +189,37 @@ TEST_F(LoaderTest, BatchesHoldTheDocumentedFeaturesTokensAndPadding) {
   }
 }
 
+// frame_multiple pads a batch's frames past its longest utterance with zeros;
+// the features, lengths and targets are those of the unpadded batch.
+TEST_F(LoaderTest, FramesArePaddedToTheFrameMultiple) {
+  LoaderOptions options;
+  options.workers = 0;
+  const std::vector<BatchCopy> plain = run(options, &cmvn_, 1, kBatches);
+  options.frame_multiple = 64;
+  const std::vector<BatchCopy> padded = run(options, &cmvn_, 1, kBatches);
+  ASSERT_EQ(padded.size(), plain.size());
+  for (size_t k = 0; k < plain.size(); ++k) {
+    const BatchCopy& a = plain[k];
+    const BatchCopy& b = padded[k];
+    EXPECT_EQ(b.max_frames % 64, 0);
+    EXPECT_GE(b.max_frames, a.max_frames);
+    EXPECT_LT(b.max_frames, a.max_frames + 64);
+    EXPECT_EQ(b.frame_lengths, a.frame_lengths);
+    EXPECT_EQ(b.target_lengths, a.target_lengths);
+    EXPECT_EQ(b.targets, a.targets);
+    for (int u = 0; u < a.batch_size; ++u) {
+      for (int t = 0; t < b.max_frames; ++t) {
+        for (int j = 0; j < 80; ++j) {
+          const float expected =
+              t < a.max_frames ? a.features[(size_t(u) * a.max_frames + t) * 80 + j] : 0.0f;
+          ASSERT_EQ(b.features[(size_t(u) * b.max_frames + t) * 80 + j], expected)
+              << "batch " << k << ", utterance " << u << ", frame " << t;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(LoaderTest, FeaturesMatchADirectComputationWithoutDither) {
   FbankOptions no_dither;
   fbank_ = std::make_unique<Fbank>(no_dither);
