@@ -16,14 +16,12 @@
 
 #include <cstdio>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/call_counts.h"
 #include "model/conformer.h"
-#include "model/loss_scaler.h"
-#include "model/optimizer.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/training_step.h"
 #include "tests/model/random_batch.h"
 
 namespace mpiasr {
@@ -65,30 +63,15 @@ std::vector<StepCounts> step_counts(ConformerConfig config, int steps) {
   config.dropout = 0.1f;
   const HostBatch batch = testing::random_batch(
       {83, 60, 47}, {{1, 2, 3, 3, 4, 11}, {5, 5, 6, 7}, {8, 9, 10}}, 83, 17, 0);
-  Conformer<Act, float> model(gpu, config, 3, 83, 5);
-  AdamWConfig adamw;
-  adamw.clip_norm = 1.0;
-  Optimizer<Act, float> optimizer(model.params(), adamw);
-  LossScalerConfig scaler_config;
-  scaler_config.enabled = std::is_same_v<Act, __half>;
-  scaler_config.init_scale = 1024.0f;
-  const LossScaler scaler(scaler_config);
-  optimizer.set_state(0, scaler.loss_scaler_state());
+  cuda_test::TrainingStep<Act> training(gpu, config);
   std::vector<StepCounts> counts;
   for (int step = 0; step < steps; ++step) {
     reset_counts();
-    optimizer.zero_grad();
-    optimizer.set_step_inputs(13.0, 1e-3f);
-    StepControl* control = optimizer.control();
-    model.forward_backward(batch, 1.0, &control->scaler.scale, false, uint64_t(step),
-                           &control->loss_sum);
-    optimizer.add_grad_sum_squares();
-    optimizer.decide(scaler.rule());
-    optimizer.step();
+    training.run(batch, uint64_t(step));
     counts.push_back(counts_since_reset());
   }
   reset_counts();
-  const StepControl read = optimizer.read_control();
+  const StepControl read = training.optimizer.read_control();
   const StepCounts reading = counts_since_reset();
   EXPECT_EQ(read.steps, steps);
   EXPECT_EQ(read.optimizer_step + read.skipped, steps);

@@ -10,16 +10,15 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <functional>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cuda/call_counts.h"
 #include "model/conformer.h"
-#include "model/loss_scaler.h"
-#include "model/optimizer.h"
 #include "src/base/error.h"
 #include "tests/cuda/cuda_test_util.h"
+#include "tests/cuda/training_step.h"
 #include "tests/model/random_batch.h"
 
 namespace mpiasr {
@@ -47,41 +46,24 @@ struct Trained {
 template <typename Act>
 Trained train(const std::vector<HostBatch>& batches, bool graphs) {
   CudaBackend<Act>& gpu = cuda_test::backend<Act>();
-  Conformer<Act, float> model(gpu, graph_config(), 3, 83, 5);
-  AdamWConfig adamw;
-  adamw.clip_norm = 1.0;
-  Optimizer<Act, float> optimizer(model.params(), adamw);
-  LossScalerConfig scaler_config;
-  scaler_config.enabled = std::is_same_v<Act, __half>;
-  scaler_config.init_scale = 1024.0f;
-  const LossScaler scaler(scaler_config);
-  optimizer.set_state(0, scaler.loss_scaler_state());
+  cuda_test::TrainingStep<Act> training(gpu, graph_config());
   const StepGraphCounts before = gpu.step_graph_counts();
   reset_cuda_call_counts();
   for (size_t step = 0; step < batches.size(); ++step) {
-    optimizer.zero_grad();
-    optimizer.set_step_inputs(13.0, 1e-3f);
-    StepControl* control = optimizer.control();
-    const auto queue = [&] {
-      model.forward_backward(batches[step], 1.0, &control->scaler.scale, false,
-                             uint64_t(1000 + step), &control->loss_sum);
-    };
     if (graphs) {
-      gpu.queue_as_graph(queue);
+      training.run(batches[step], 1000 + step,
+                   [&](const std::function<void()>& queue) { gpu.queue_as_graph(queue); });
     } else {
-      queue();
+      training.run(batches[step], 1000 + step);
     }
-    optimizer.add_grad_sum_squares();
-    optimizer.decide(scaler.rule());
-    optimizer.step();
   }
   Trained trained;
   trained.graph_launches = cuda_call_counts().graph_launches;
-  const StepControl control = optimizer.read_control();
+  const StepControl control = training.optimizer.read_control();
   trained.loss_sum = control.loss_sum;
   trained.applied = int(control.optimizer_step);
-  trained.weights.resize(model.params().size());
-  gpu.to_host(trained.weights.data(), model.params().master(),
+  trained.weights.resize(training.model.params().size());
+  gpu.to_host(trained.weights.data(), training.model.params().master(),
               trained.weights.size() * sizeof(float));
   const StepGraphCounts after = gpu.step_graph_counts();
   trained.graphs = {after.captures - before.captures, after.replays - before.replays};
