@@ -3,8 +3,9 @@
 // queued eagerly (the same kernels on the same data: bit-identical weights
 // and loss sums) over batches of two shapes, each shape captured once and
 // replayed with the next batch's host arguments (lengths, targets, dropout
-// seed, features); work that differs in anything the kernels are given gets
-// a graph of its own; and what a graph cannot hold is refused by name.
+// seed, features) without the host waiting for the device; work that
+// differs in anything the kernels are given gets a graph of its own; and
+// what a graph cannot hold is refused by name.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
@@ -41,6 +42,7 @@ struct Trained {
   int applied = 0;
   StepGraphCounts graphs;
   uint64_t graph_launches = 0;
+  std::vector<uint64_t> host_waits;  // per step
 };
 
 template <typename Act>
@@ -49,15 +51,17 @@ Trained train(const std::vector<HostBatch>& batches, bool graphs) {
   cuda_test::TrainingStep<Act> training(gpu, graph_config());
   const StepGraphCounts before = gpu.step_graph_counts();
   reset_cuda_call_counts();
+  Trained trained;
   for (size_t step = 0; step < batches.size(); ++step) {
+    const uint64_t waits_before = cuda_call_counts().host_waits;
     if (graphs) {
       training.run(batches[step], 1000 + step,
                    [&](const std::function<void()>& queue) { gpu.queue_as_graph(queue); });
     } else {
       training.run(batches[step], 1000 + step);
     }
+    trained.host_waits.push_back(cuda_call_counts().host_waits - waits_before);
   }
-  Trained trained;
   trained.graph_launches = cuda_call_counts().graph_launches;
   const StepControl control = training.optimizer.read_control();
   trained.loss_sum = control.loss_sum;
@@ -89,6 +93,9 @@ TYPED_TEST(StepGraph, TrainsBitIdenticallyToEagerStepsOneGraphPerShape) {
   EXPECT_EQ(graphed.graphs.captures, 2u) << "one graph per batch shape";
   EXPECT_EQ(graphed.graphs.replays, 3u);
   EXPECT_EQ(graphed.graph_launches, 5u);
+  for (size_t step = 2; step < batches.size(); ++step) {
+    EXPECT_EQ(graphed.host_waits[step], 0u) << "a replayed step, " << step;
+  }
   EXPECT_EQ(eager.graph_launches, 0u);
   EXPECT_GT(eager.applied, 0);
   EXPECT_EQ(graphed.applied, eager.applied);
