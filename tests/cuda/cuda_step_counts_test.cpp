@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,7 +30,7 @@ namespace {
 
 // Launches and host waits of one step, by both counts where there are two.
 struct StepCounts {
-  uint64_t launches = 0, host_waits = 0;
+  uint64_t launches = 0, host_waits = 0, graph_launches = 0;
   uint64_t runtime_launches = 0, runtime_host_syncs = 0;  // the emulated runtime's
 };
 
@@ -45,6 +46,7 @@ StepCounts counts_since_reset() {
   const CudaCallCounts backend = cuda_call_counts();
   counts.launches = backend.launches;
   counts.host_waits = backend.host_waits;
+  counts.graph_launches = backend.graph_launches;
 #ifdef MPIASR_CUDA_EMU
   const emu::ApiCounts runtime = emu::api_counts();
   counts.runtime_launches = runtime.launches;
@@ -54,10 +56,11 @@ StepCounts counts_since_reset() {
 }
 
 // Trains `steps` steps of a model of `config` on a fixed batch and returns
-// the counts of the last one (the first ones grow scratch buffers), in the
-// precision of Act (the loss scaler on in fp16 only, as the trainer has it).
+// the counts of each (the first ones grow scratch buffers; with `graphs`
+// the first captures the step graph), in the precision of Act (the loss
+// scaler on in fp16 only, as the trainer has it).
 template <typename Act>
-std::vector<StepCounts> step_counts(ConformerConfig config, int steps) {
+std::vector<StepCounts> step_counts(ConformerConfig config, int steps, bool graphs = false) {
   CudaBackend<Act>& gpu = cuda_test::backend<Act>();
   config.vocab_size = 12;
   config.dropout = 0.1f;
@@ -67,7 +70,12 @@ std::vector<StepCounts> step_counts(ConformerConfig config, int steps) {
   std::vector<StepCounts> counts;
   for (int step = 0; step < steps; ++step) {
     reset_counts();
-    training.run(batch, uint64_t(step));
+    if (graphs) {
+      training.run(batch, uint64_t(step),
+                   [&](const std::function<void()>& queue) { gpu.queue_as_graph(queue); });
+    } else {
+      training.run(batch, uint64_t(step));
+    }
     counts.push_back(counts_since_reset());
   }
   reset_counts();
@@ -87,14 +95,18 @@ void check_steady_steps(const std::vector<StepCounts>& counts, const std::string
   for (size_t step = 2; step < counts.size(); ++step) {
     EXPECT_EQ(counts[step].host_waits, 0u) << what << ": step " << step;
     EXPECT_EQ(counts[step].launches, steady.launches) << what << ": step " << step;
+    EXPECT_EQ(counts[step].graph_launches, steady.graph_launches) << what << ": step " << step;
     if (cuda_test::kEmulated) {
       EXPECT_EQ(counts[step].runtime_host_syncs, 0u) << what << ": step " << step;
       EXPECT_EQ(counts[step].runtime_launches, counts[step].launches) << what << ": step " << step;
     }
   }
-  std::printf("%s: %llu kernel launches (cuBLAS GEMMs included) and %llu host waits per step\n",
-              what.c_str(), static_cast<unsigned long long>(steady.launches),
-              static_cast<unsigned long long>(steady.host_waits));
+  std::printf(
+      "%s: %llu kernel launches (cuBLAS GEMMs included), %llu graph launches and %llu host waits "
+      "per step\n",
+      what.c_str(), static_cast<unsigned long long>(steady.launches),
+      static_cast<unsigned long long>(steady.graph_launches),
+      static_cast<unsigned long long>(steady.host_waits));
   ::testing::Test::RecordProperty(what + "_launches_per_step", int(steady.launches));
 }
 
@@ -118,6 +130,18 @@ TEST(CudaStepCounts, LargeStructureStepNeverWaitsForTheDevice) {
   config.d_model = 64;
   config.subsampling_channels = 32;
   check_steady_steps(step_counts<__nv_bfloat16>(config, 3), "large_structure");
+}
+
+// As a step graph (training.cuda_graphs), forward and backward are one graph
+// launch; what is left are the optimizer's kernels and the input copies.
+TEST(CudaStepCounts, AsAStepGraphOnlyTheOptimizerIsLaunched) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const std::vector<StepCounts> eager = step_counts<__half>(conformer_preset("tiny"), 4);
+  const std::vector<StepCounts> graphed = step_counts<__half>(conformer_preset("tiny"), 4, true);
+  check_steady_steps(graphed, "tiny_fp16_graphs");
+  EXPECT_EQ(graphed.back().graph_launches, 1u);
+  EXPECT_EQ(eager.back().graph_launches, 0u);
+  EXPECT_LT(graphed.back().launches * 10, eager.back().launches);
 }
 
 }  // namespace
