@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iomanip>
 #include <limits>
+#include <mutex>
 #include <optional>
 #include <sstream>
 
@@ -60,21 +61,38 @@ int container_for(const std::string& path) {
                                                   << "' (use .wav, .flac, .ogg or .mp3)");
 }
 
+// libsndfile keeps the error of a failed open in one global, which another
+// thread's open overwrites: every open runs under this lock, and a failed
+// open's error is read before it is released.
+std::mutex& sf_open_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// The file `open` (a call of sf_open or sf_open_virtual) opens for reading;
+// a failure names `name` and what libsndfile says.
+template <typename Open>
+SNDFILE* open_for_reading(const std::string& name, Open open) {
+  const std::lock_guard lock(sf_open_mutex());
+  SNDFILE* file = open();
+  if (!file) {
+    // libsndfile reports "not recognised" as SF_ERR_UNRECOGNISED_FORMAT; its
+    // other failures carry internal codes, so the text says what is wrong.
+    const char* what = sf_error(nullptr) == SF_ERR_UNRECOGNISED_FORMAT ? "unsupported audio format"
+                                                                       : "corrupt header";
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << name << "': " << what << " (libsndfile: "
+                                                    << sf_strerror(nullptr) << ")");
+  }
+  return file;
+}
+
 }  // namespace
 
 SoundFile::SoundFile(const std::string& path) : path_(path) {
   require_readable_file(path, "audio file", ExitCode::kBadInput);
   std::error_code error;
   size_bytes_ = std::filesystem::file_size(path, error);
-  file_.reset(sf_open(path.c_str(), SFM_READ, &info_));
-  if (!file_) {
-    // libsndfile reports "not recognised" as SF_ERR_UNRECOGNISED_FORMAT; its
-    // other failures carry internal codes, so the text says what is wrong.
-    const char* what = sf_error(nullptr) == SF_ERR_UNRECOGNISED_FORMAT ? "unsupported audio format"
-                                                                       : "corrupt header";
-    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': " << what << " (libsndfile: "
-                                                    << sf_strerror(nullptr) << ")");
-  }
+  file_.reset(open_for_reading(path, [&] { return sf_open(path.c_str(), SFM_READ, &info_); }));
   check_header();
 }
 
@@ -107,13 +125,8 @@ SoundFile SoundFile::from_memory(std::string_view bytes, const std::string& name
       .write = [](const void*, sf_count_t, void*) -> sf_count_t { return 0; },
       .tell = [](void* user) -> sf_count_t { return static_cast<Memory*>(user)->position; },
   };
-  sound.file_.reset(sf_open_virtual(&io, SFM_READ, &sound.info_, sound.memory_.get()));
-  if (!sound.file_) {
-    const char* what = sf_error(nullptr) == SF_ERR_UNRECOGNISED_FORMAT ? "unsupported audio format"
-                                                                       : "corrupt header";
-    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << name << "': " << what << " (libsndfile: "
-                                                    << sf_strerror(nullptr) << ")");
-  }
+  sound.file_.reset(open_for_reading(
+      name, [&] { return sf_open_virtual(&io, SFM_READ, &sound.info_, sound.memory_.get()); }));
   sound.check_header();
   return sound;
 }
@@ -153,10 +166,13 @@ std::string SoundFile::read_bytes(uint64_t offset, size_t count) const {
 }
 
 SoundFile::SoundFile(const std::string& path, SF_INFO info) : path_(path), info_(info) {
-  file_.reset(sf_open(path.c_str(), SFM_WRITE, &info_));
-  if (!file_) {
-    MPIASR_FAIL(ExitCode::kBadInput,
-                "audio file '" << path << "': cannot write (" << sf_strerror(nullptr) << ")");
+  {
+    const std::lock_guard lock(sf_open_mutex());
+    file_.reset(sf_open(path.c_str(), SFM_WRITE, &info_));
+    if (!file_) {
+      MPIASR_FAIL(ExitCode::kBadInput,
+                  "audio file '" << path << "': cannot write (" << sf_strerror(nullptr) << ")");
+    }
   }
   sf_command(file_.get(), SFC_SET_CLIPPING, nullptr, SF_TRUE);
 }

@@ -5,11 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cmath>
 #include <fstream>
 #include <iterator>
 #include <numbers>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -216,6 +218,45 @@ TEST(ReadAudio, FromMemoryEqualsFromDisk) {
     EXPECT_EQ(info.format, disk.format) << name;
     EXPECT_EQ(read_audio(memory, 0.1, 0.1), read_audio(dir.file(name), 0.1, 0.1)) << name;
   }
+}
+
+// libsndfile keeps a failed open's error in one global: with threads opening
+// good and corrupt files at once, every failure still reports its own error
+// (a race once reported "No Error." for a malformed 'fmt ' chunk).
+TEST(ReadAudio, ConcurrentOpensReportTheirOwnErrors) {
+  TempDir dir;
+  write_audio(dir.file("good.wav"), std::vector<float>(800, 0.1f), 1, 16000);
+  std::ifstream in(dir.file("good.wav"), std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string corrupt = good;
+  corrupt.replace(20, 16, std::string(16, '\xff'));  // the 'fmt ' chunk
+  std::string expected;
+  try {
+    SoundFile::from_memory(corrupt, "corrupt.wav");
+  } catch (const Error& e) {
+    expected = e.what();
+  }
+  ASSERT_NE(expected.find("Malformed"), std::string::npos) << expected;
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        if (t % 2 == 0) {
+          (void)SoundFile::from_memory(good, "good.wav");
+          continue;
+        }
+        try {
+          SoundFile::from_memory(corrupt, "corrupt.wav");
+          ++wrong;
+        } catch (const Error& e) {
+          if (std::string(e.what()) != expected) ++wrong;
+        }
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  EXPECT_EQ(wrong.load(), 0);
 }
 
 // A sample rate outside [1 kHz, 1 MHz] is a corrupt header: resampling a 1 Hz
