@@ -39,8 +39,11 @@ CpuBackend<T>::CpuBackend(int num_threads)
 
 template <typename T>
 std::string CpuBackend<T>::name() const {
+  // main() sets OPENBLAS_CORETYPE where OpenBLAS took the CPU for a generic one.
+  const char* chose = std::getenv("MPIASR_OPENBLAS_CHOSE");
   return std::string(sizeof(T) == 4 ? "cpu-fp32" : "cpu-fp64") + " (" + std::to_string(threads_) +
-         " threads, OpenBLAS " + openblas_get_corename() + ")";
+         " threads, OpenBLAS " + openblas_get_corename() +
+         (chose ? std::string(", set for a CPU OpenBLAS took for ") + chose : "") + ")";
 }
 
 template <typename T>

@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <initializer_list>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/gemm_check.h"
@@ -45,10 +46,37 @@ void scale_matrix(T* C, int M, int N, int ldc, T beta) {
 
 }  // namespace
 
+std::string openblas_core_for(const std::string& chosen_core, const CpuVectorFeatures& cpu) {
+  const auto one_of = [&](std::initializer_list<const char*> cores) {
+    return std::find(cores.begin(), cores.end(), chosen_core) != cores.end();
+  };
+  // The cores whose kernels use AVX2 and FMA (or AVX-512): a choice among
+  // them stands.
+  if (one_of({"Haswell", "Zen", "SkylakeX", "Cooperlake", "SapphireRapids"})) return "";
+  if (cpu.avx512) return "SkylakeX";
+  if (cpu.avx2_fma) return "Haswell";
+  return "";
+}
+
+std::string openblas_core_to_request() {
+  CpuVectorFeatures cpu;
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  cpu.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+               __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#endif
+  return openblas_core_for(openblas_core(), cpu);
+}
+
+std::string openblas_core() {
+  return openblas_get_corename();
+}
+
 std::string blas_description() {
   std::string config = openblas_get_config();
   while (!config.empty() && config.back() == ' ') config.pop_back();
-  return config + ", core " + openblas_get_corename();
+  return config + ", core " + openblas_core();
 }
 
 template <typename T>

@@ -18,6 +18,24 @@ namespace mpiasr {
 // --version`: "OpenBLAS 0.3.21 DYNAMIC_ARCH ..., core Zen".
 std::string blas_description();
 
+// What OpenBLAS should be told to run on (OPENBLAS_CORETYPE, read as it is
+// loaded) when it did not recognise the CPU: a DYNAMIC_ARCH OpenBLAS falls
+// back to generic kernels for a model newer than itself (Debian's 0.3.21
+// takes an Emerald Rapids Xeon, family 6 model 207, for a Prescott, and its
+// sgemm runs at a fifth of the speed). From the core OpenBLAS chose and the
+// instruction sets the CPU has: "SkylakeX" with AVX-512 (F, BW, DQ, VL),
+// "Haswell" with AVX2 and FMA; empty when OpenBLAS's choice stands (a core
+// whose kernels use AVX2 or AVX-512, or a CPU without them).
+struct CpuVectorFeatures {
+  bool avx512 = false;    // AVX-512 F, BW, DQ and VL
+  bool avx2_fma = false;  // AVX2 and FMA
+};
+std::string openblas_core_for(const std::string& chosen_core, const CpuVectorFeatures& cpu);
+// The same for this process: OpenBLAS's choice and this CPU.
+std::string openblas_core_to_request();
+// The core OpenBLAS runs on ("Haswell", "Prescott", ...).
+std::string openblas_core();
+
 // One cblas_?gemm call on the calling thread (for use inside parallel regions).
 template <typename T>
 void blas_gemm(bool trans_a, bool trans_b, int M, int N, int K, T alpha, const T* A, int lda,

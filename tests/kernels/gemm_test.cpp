@@ -81,6 +81,20 @@ INSTANTIATE_TEST_SUITE_P(Shapes, GemmTest,
                                            GemmCase{64, 64, 64, 4, 2},  // parallel over the batch
                                            GemmCase{1, 1, 1, 4, 2}));
 
+// A generic core chosen for a CPU with AVX-512 or AVX2 is replaced; a core
+// that uses them, or a CPU without them, keeps OpenBLAS's choice.
+TEST(OpenblasCore, GenericKernelsOnAVectorCpuAreReplaced) {
+  const CpuVectorFeatures avx512{true, true}, avx2{false, true}, neither{};
+  EXPECT_EQ(openblas_core_for("Prescott", avx512), "SkylakeX");
+  EXPECT_EQ(openblas_core_for("Prescott", avx2), "Haswell");
+  EXPECT_EQ(openblas_core_for("Sandybridge", avx2), "Haswell");
+  EXPECT_EQ(openblas_core_for("Prescott", neither), "");
+  EXPECT_EQ(openblas_core_for("Haswell", avx512), "");
+  EXPECT_EQ(openblas_core_for("Zen", avx512), "");
+  EXPECT_EQ(openblas_core_for("SkylakeX", avx512), "");
+  EXPECT_EQ(openblas_core_for("SapphireRapids", avx512), "");
+}
+
 TEST(Gemm, ZeroInnerDimensionScalesC) {
   omp_set_num_threads(2);
   std::vector<double> C = {1, 2, 3, 4, 5, 6};
