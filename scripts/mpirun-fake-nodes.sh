@@ -27,6 +27,10 @@
 # Ranks are placed by slot (node1 gets ranks 0..R-1). The fake nodes share
 # the real cores, so MPI is told to yield when idle: without it, ranks that
 # busy-poll starve each other and a barrier takes ~100 ms instead of ~0.1 ms.
+# For the same reason ranks are not bound to cores: each node's daemon would
+# bind its first rank to core 0, and with 2 ranks in all (OpenMPI binds to
+# cores up to 2 ranks) both then ran on core 0 while core 1 idled: 2 fake
+# nodes of 1 rank took 2.05x the time of the same work unbound.
 # Needs root for the namespaces; as root, mpirun's root check is waived here.
 set -euo pipefail
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -75,5 +79,5 @@ if [[ -n "$net" ]]; then
     --mca btl_tcp_if_include "$subnet" --mca oob_tcp_if_include "$subnet")
 fi
 exec "${launch[@]}" --host "$host_list" -np $((nodes * ranks_per_node)) \
-  --mca plm_rsh_agent "$script_dir/fake-node-rsh" --mca mpi_yield_when_idle 1 \
+  --mca plm_rsh_agent "$script_dir/fake-node-rsh" --mca mpi_yield_when_idle 1 --bind-to none \
   -x NODES_ROOT -x NODE_DISK "$@"
