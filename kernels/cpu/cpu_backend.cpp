@@ -42,7 +42,7 @@ std::string CpuBackend<T>::name() const {
   // main() sets OPENBLAS_CORETYPE where OpenBLAS took the CPU for a generic one.
   const char* chose = std::getenv("MPIASR_OPENBLAS_CHOSE");
   return std::string(sizeof(T) == 4 ? "cpu-fp32" : "cpu-fp64") + " (" + std::to_string(threads_) +
-         " threads, OpenBLAS " + openblas_get_corename() +
+         " threads, OpenBLAS " + openblas_core() +
          (chose ? std::string(", set for a CPU OpenBLAS took for ") + chose : "") + ")";
 }
 

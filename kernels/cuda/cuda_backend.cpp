@@ -147,7 +147,8 @@ const void* CudaBackend<Act>::upload_arguments(Scratch eager_buffer, const void*
 }
 
 template <typename Act>
-const uint64_t* CudaBackend<Act>::device_seed(uint64_t seed) {
+const uint64_t* CudaBackend<Act>::device_seed(float p, uint64_t seed) {
+  if (p <= 0.0f) return nullptr;
   if (!seed_slot_ || seed != seed_) {
     seed_slot_ = static_cast<const uint64_t*>(upload_arguments(kSeed, &seed, sizeof seed));
     seed_ = seed;
@@ -164,9 +165,8 @@ void CudaBackend<Act>::rope_tables(int T, int Dh, const float** cos_table,
     const int frames = (std::max(T, 1) + 511) / 512 * 512;
     float* tables = scratch_of<float>(kRopeTables, 2 * size_t(frames) * half);
     // Computed once and kept: queued now even in a graph's dry pass.
-    const GraphPass pass = std::exchange(cuda_detail::graph_pass, GraphPass::kEager);
+    const cuda_detail::EagerScope eager;
     cuda_rope_table(tables, tables + size_t(frames) * half, frames, Dh, stream_.get());
-    cuda_detail::graph_pass = pass;
     rope_frames_ = frames;
     rope_head_dim_ = Dh;
   }
@@ -209,9 +209,8 @@ const float* CudaBackend<Act>::upload_input(const float* host_src, size_t n) {
     // The graphs read kGraphFeatures: the dry pass uploads as below, and the
     // upload is copied there before the graph runs; the capture only points there.
     if (cuda_detail::graph_pass == GraphPass::kDry) {
-      const GraphPass pass = std::exchange(cuda_detail::graph_pass, GraphPass::kEager);
+      const cuda_detail::EagerScope eager;
       graph_features_source_ = upload_input(host_src, n);
-      cuda_detail::graph_pass = pass;
       graph_feature_bytes_ = bytes;
     }
     return static_cast<const float*>(scratch_[kGraphFeatures].ptr);
@@ -340,9 +339,8 @@ void CudaBackend<Act>::residual_layernorm_forward(Act* x, Act* out, float* mean,
                                                   float p, uint64_t seed, uint64_t offset,
                                                   const Act* weight, const Act* bias, int N, int C,
                                                   float eps) {
-  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p,
-                                  p > 0.0f ? device_seed(seed) : nullptr, offset, weight, bias, N,
-                                  C, eps, stream_.get());
+  cuda_residual_layernorm_forward(x, out, mean, rstd, base, branch, scale, p, device_seed(p, seed),
+                                  offset, weight, bias, N, C, eps, stream_.get());
 }
 
 template <typename Act>
@@ -382,22 +380,20 @@ void CudaBackend<Act>::relu_backward(Act* dinp, const Act* dout, const Act* inp,
 template <typename Act>
 void CudaBackend<Act>::swish_dropout_forward(Act* out, const Act* inp, float p, uint64_t seed,
                                              uint64_t offset, size_t n) {
-  cuda_swish_dropout_forward(out, inp, p, p > 0.0f ? device_seed(seed) : nullptr, offset, n,
-                             stream_.get());
+  cuda_swish_dropout_forward(out, inp, p, device_seed(p, seed), offset, n, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::swish_dropout_backward(Act* dinp, const Act* dout, const Act* inp, float p,
                                               uint64_t seed, uint64_t offset, size_t n) {
-  cuda_swish_dropout_backward(dinp, dout, inp, p, p > 0.0f ? device_seed(seed) : nullptr, offset, n,
-                              stream_.get());
+  cuda_swish_dropout_backward(dinp, dout, inp, p, device_seed(p, seed), offset, n, stream_.get());
 }
 
 template <typename Act>
 void CudaBackend<Act>::residual_dropout_backward(Act* dbranch, const Act* dx, float scale, float p,
                                                  uint64_t seed, uint64_t offset, size_t n) {
-  cuda_residual_dropout_backward(dbranch, dx, scale, p, p > 0.0f ? device_seed(seed) : nullptr,
-                                 offset, n, stream_.get());
+  cuda_residual_dropout_backward(dbranch, dx, scale, p, device_seed(p, seed), offset, n,
+                                 stream_.get());
 }
 
 // ---- attention --------------------------------------------------------------

@@ -196,8 +196,9 @@ class CudaBackend : public Backend<Act, float> {
   const void* upload_arguments(Scratch eager_buffer, const void* host_src, size_t bytes);
   // lengths [B] (host), checked to lie in [0, T], as a device array.
   const int32_t* device_lengths(const int32_t* lengths, int B, int T);
-  // The dropout seed in device memory (the kernels read it there).
-  const uint64_t* device_seed(uint64_t seed);
+  // The dropout seed in device memory (the kernels read it there); null
+  // when p is 0 (no dropout, no seed read).
+  const uint64_t* device_seed(float p, uint64_t seed);
   // Runs queue() in `pass` (kernels/cuda/step_graph.h); returns its signature.
   uint64_t run_graph_pass(GraphPass pass, const std::function<void()>& queue);
   void check_not_in_graph_pass(const char* what) const;

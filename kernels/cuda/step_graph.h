@@ -58,7 +58,8 @@ void sign_argument(const T& value) {
 }
 
 inline void sign_dim(const dim3& d) {
-  sign_word(uint64_t(d.x) | uint64_t(d.y) << 21 | uint64_t(d.z) << 42);
+  sign_word(d.x);
+  sign_word(uint64_t(d.y) | uint64_t(d.z) << 32);
 }
 
 // Signs one piece of work, `site` naming what it is and where it is queued
@@ -79,6 +80,19 @@ bool sign_launch(const char* site, dim3 grid, dim3 block, size_t shared_bytes,
   sign_dim(block);
   return sign_work(site, shared_bytes, args...);
 }
+
+// Queues eagerly while it lives, whatever the pass (work done once and kept,
+// such as tables, and a dry pass's uploads); the pass resumes after.
+class EagerScope {
+ public:
+  EagerScope() : resumed_(graph_pass) { graph_pass = GraphPass::kEager; }
+  ~EagerScope() { graph_pass = resumed_; }
+  EagerScope(const EagerScope&) = delete;
+  EagerScope& operator=(const EagerScope&) = delete;
+
+ private:
+  GraphPass resumed_;
+};
 
 // Counts a kernel or GEMM that was queued: not one a capture records (its
 // graph's launches are counted instead).
