@@ -270,7 +270,10 @@ files=$(ls "$root/out")
 for file in summary.txt summary.tsv logs.tar.gz; do
   [[ -s "$root/out/$file" ]] || fail "run.sh wrote no $file"
 done
-tar -tzf "$root/out/logs.tar.gz" | grep -q 'logs/kernels.log' || fail "logs.tar.gz holds no kernels.log"
+# The listing is read whole first: `tar | grep -q` fails under pipefail when
+# grep stops reading before tar is done writing.
+listing=$(tar -tzf "$root/out/logs.tar.gz")
+grep -q 'logs/kernels.log' <<< "$listing" || fail "logs.tar.gz holds no kernels.log"
 summary="$(cat "$root/out/summary.txt")"
 row() {  # step status [text in details]
   grep -qE "^$1 +$2 .*${3:-}" <<< "$summary" || fail "run.sh's table has no '$1 $2 ${3:-}' row:
