@@ -210,8 +210,7 @@ void Conformer<Act, Acc>::forward_backward(
     std::swap(d_out, d_in);
     ready(blocks_[size_t(i)].first_parameter(), blocks_[size_t(i)].last_parameter());
   }
-  subsampling_.backward(ctx, d_out, batch.max_frames);
-  ready(subsampling_.first_parameter(), subsampling_.last_parameter());
+  subsampling_.backward(ctx, d_out, batch.max_frames, ready);
 }
 
 template <typename Act, typename Acc>

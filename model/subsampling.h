@@ -11,6 +11,7 @@
 // ReLUs at 1 and 3) and out. The input gradient is not computed.
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "model/batch_shapes.h"
@@ -29,11 +30,15 @@ class ConvSubsampling {
   // features: host float [B, input_frames, n_mels]; ctx describes the output
   // (ctx.frames = T2). Returns x [B, T2, d] in the arena.
   const Act* forward(LayerContext<Act, Acc>& ctx, const float* features, int input_frames) const;
-  // dx = d loss / d x (masked in place at padding); accumulates the weight gradients.
-  void backward(LayerContext<Act, Acc>& ctx, Act* dx, int input_frames) const;
-
-  int first_parameter() const { return conv0_weight_; }
-  int last_parameter() const { return out_.bias_index() + 1; }
+  // dx = d loss / d x (masked in place at padding); accumulates the weight
+  // gradients. parameters_ready(first, last), if given, is called as the
+  // gradients of parameters [first, last) become final: out's, then conv.2's
+  // (its weight gradient is taken before its input gradient, so the
+  // all-reduce of out and conv.2 runs while conv.2's input gradient and
+  // conv.0 are computed; conv.2 is most of the model's arithmetic at the
+  // small sizes), then conv.0's. Together they cover every parameter once.
+  void backward(LayerContext<Act, Acc>& ctx, Act* dx, int input_frames,
+                const std::function<void(int, int)>& parameters_ready = {}) const;
 
  private:
   int n_mels_, channels_, d_model_;

@@ -54,8 +54,9 @@ const Act* ConvSubsampling<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const
 }
 
 template <typename Act, typename Acc>
-void ConvSubsampling<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx,
-                                         int input_frames) const {
+void ConvSubsampling<Act, Acc>::backward(
+    LayerContext<Act, Acc>& ctx, Act* dx, int input_frames,
+    const std::function<void(int, int)>& parameters_ready) const {
   Backend<Act, Acc>& be = ctx.backend;
   const int B = ctx.batch, T = input_frames, C = channels_;
   const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames, F2 = (F1 - 1) / 2;
@@ -63,16 +64,24 @@ void ConvSubsampling<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, Act* dx,
   const Act* a2 = ctx.arena.get(a2_);
   Act* da1 = ctx.arena.get(da1_);
   Act* da2 = ctx.arena.get(da2_);
+  const auto ready = [&](int first, int last) {
+    if (parameters_ready) parameters_ready(first, last);
+  };
 
   // ReLU's derivative is read from its output: relu(z) > 0 exactly when z > 0.
   be.mask_padding(dx, ctx.lengths, B, T2, d_model_);
   out_.backward(ctx, da2, dx, a2, B * T2);
+  ready(out_.weight_index(), out_.bias_index() + 1);
   be.relu_backward(da2, da2, a2, size_t(B) * T2 * F2 * C);
-  be.conv2d_backward(da1, ctx.params.grad(conv2_weight_), ctx.params.grad(conv2_bias_), da2, a1,
+  be.conv2d_backward(nullptr, ctx.params.grad(conv2_weight_), ctx.params.grad(conv2_bias_), da2, a1,
                      ctx.params.weight(conv2_weight_), B, C, T1, F1, C);
+  ready(conv2_weight_, conv2_bias_ + 1);
+  be.conv2d_backward(da1, nullptr, nullptr, da2, a1, ctx.params.weight(conv2_weight_), B, C, T1, F1,
+                     C);
   be.relu_backward(da1, da1, a1, size_t(B) * T1 * F1 * C);
   be.conv2d_backward(nullptr, ctx.params.grad(conv0_weight_), ctx.params.grad(conv0_bias_), da1,
                      ctx.arena.get(input_), ctx.params.weight(conv0_weight_), B, 1, T, n_mels_, C);
+  ready(conv0_weight_, conv0_bias_ + 1);
 }
 
 }  // namespace mpiasr

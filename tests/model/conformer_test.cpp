@@ -176,7 +176,8 @@ TEST_F(ConformerTest, GradientsReadyLayerByLayerInReverseOrder) {
   model.forward_backward(standard_batch(), 1.0, 1.0f, false, 0, [&](size_t offset, size_t count) {
     calls.push_back({offset, count, {params.grad() + offset, params.grad() + offset + count}});
   });
-  ASSERT_EQ(calls.size(), size_t(config.n_layers) + 2);
+  // The head, each block, then the subsampling's out, conv.2 and conv.0.
+  ASSERT_EQ(calls.size(), size_t(config.n_layers) + 4);
   // Reverse layer order, contiguous, covering the whole buffer.
   EXPECT_EQ(calls.front().offset + calls.front().count, params.size());
   EXPECT_EQ(calls.back().offset, 0u);
@@ -192,6 +193,11 @@ TEST_F(ConformerTest, GradientsReadyLayerByLayerInReverseOrder) {
   EXPECT_EQ(params.info(params.index_of("ctc_head.weight")).offset, calls.front().offset);
   EXPECT_EQ(params.info(params.index_of("encoder.layers.1.ff1.norm.weight")).offset,
             calls[1].offset);
+  const size_t subsampling = size_t(config.n_layers) + 1;
+  EXPECT_EQ(params.info(params.index_of("encoder.subsampling.out.weight")).offset,
+            calls[subsampling].offset);
+  EXPECT_EQ(params.info(params.index_of("encoder.subsampling.conv.2.weight")).offset,
+            calls[subsampling + 1].offset);
 }
 
 TEST_F(ConformerTest, InfeasibleUtterances) {

@@ -180,13 +180,30 @@ TEST_F(LayerGradientTest, ConvSubsampling) {
     LayerContext<double, double> ctx = context(0.0f, out_frames);
     return layer.forward(ctx, features.data(), kInputFrames);
   };
+  // Each parameter is reported ready once, and what it held then is its
+  // final gradient (backward does not touch it afterwards).
+  const std::vector<ParameterInfo>& infos = params_.infos();
+  std::vector<int> reported(infos.size(), 0);
+  std::vector<std::vector<double>> at_report(infos.size());
+  auto parameters_ready = [&](int first, int last) {
+    for (int p = first; p < last; ++p) {
+      ++reported[size_t(p)];
+      const double* grad = params_.grad() + infos[size_t(p)].offset;
+      at_report[size_t(p)].assign(grad, grad + infos[size_t(p)].count);
+    }
+  };
   std::vector<double> dx(n);
   auto backward = [&](const double* r, double*) {
     std::copy(r, r + n, dx.begin());
     LayerContext<double, double> ctx = context(0.0f, out_frames);
-    layer.backward(ctx, dx.data(), kInputFrames);
+    layer.backward(ctx, dx.data(), kInputFrames, parameters_ready);
   };
   check(forward, n, backward, nullptr);
+  for (size_t p = 0; p < infos.size(); ++p) {
+    ASSERT_EQ(reported[p], 1) << infos[p].name;
+    const double* grad = params_.grad() + infos[p].offset;
+    EXPECT_EQ(at_report[p], std::vector<double>(grad, grad + infos[p].count)) << infos[p].name;
+  }
 }
 
 }  // namespace
