@@ -17,6 +17,14 @@ T allreduce_one(const Context& ctx, T value, MPI_Datatype type, MPI_Op op, const
   return value;
 }
 
+void allreduce_inplace(const Context& ctx, double* values, int n, MPI_Op op,
+                       const char* op_name) {
+  MPIASR_CHECK(n >= 0, op_name << ": negative count " << n);
+  MPI_Request request = MPI_REQUEST_NULL;
+  MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, ctx.world_comm(), &request));
+  wait_or_abort(ctx, request, op_name);
+}
+
 }  // namespace
 
 double allreduce_sum(const Context& ctx, double value, const char* op_name) {
@@ -32,11 +40,11 @@ int64_t allreduce_max(const Context& ctx, int64_t value, const char* op_name) {
 }
 
 void allreduce_sum_inplace(const Context& ctx, double* values, int n, const char* op_name) {
-  MPIASR_CHECK(n >= 0, op_name << ": negative count " << n);
-  MPI_Request request = MPI_REQUEST_NULL;
-  MPI_CHECK(
-      MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, ctx.world_comm(), &request));
-  wait_or_abort(ctx, request, op_name);
+  allreduce_inplace(ctx, values, n, MPI_SUM, op_name);
+}
+
+void allreduce_min_inplace(const Context& ctx, double* values, int n, const char* op_name) {
+  allreduce_inplace(ctx, values, n, MPI_MIN, op_name);
 }
 
 void barrier(const Context& ctx, const char* op_name) {

@@ -15,8 +15,9 @@ namespace mpiasr::mpi {
 double allreduce_sum(const Context& ctx, double value, const char* op_name);
 int64_t allreduce_min(const Context& ctx, int64_t value, const char* op_name);
 int64_t allreduce_max(const Context& ctx, int64_t value, const char* op_name);
-// values[0..n) becomes the element-wise sum over ranks.
+// values[0..n) becomes the element-wise sum (minimum) over ranks.
 void allreduce_sum_inplace(const Context& ctx, double* values, int n, const char* op_name);
+void allreduce_min_inplace(const Context& ctx, double* values, int n, const char* op_name);
 void barrier(const Context& ctx, const char* op_name);
 
 // Every rank gives `mine` (the same length on every rank); the ranks with

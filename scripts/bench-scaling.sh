@@ -40,9 +40,13 @@
 # ranks (for "alone" and compute-only runs, over the processes); step ms the
 # mean step time (the slowest rank's); wait ms the mean time a step blocked in
 # the gradient all-reduce after backward (the all-reduce not hidden, plus any
-# wait for a slower rank) and wait% its share of the step; hidden is
-# 1 - wait / wait of the same launch with one bucket after backward, the share
-# of the all-reduce hidden behind backward; comm cpu ms the CPU time of the
+# wait for a slower rank), mean over ranks, and wait% its share of the step;
+# exposed ms the all-reduce left after the last rank's backward (per step the
+# least wait of any rank: the last rank to finish backward waits for no other);
+# hidden is 1 - exposed / exposed of the same launch with one bucket after
+# backward, the share of the all-reduce hidden behind backward, free of the
+# waits for a slower rank that this 2-core machine's uneven cores cause (they
+# stay in wait ms and in the step time); comm cpu ms the CPU time of the
 # reducer's communication thread per step; loader cpu ms the loader workers'
 # CPU time per step (at SCHED_IDLE). "vs compute" is the step time over the
 # compute-only (or alone) step time. The first --warmup steps are left out.
@@ -140,7 +144,7 @@ row = {"round": int(round_), "name": name, "group": group, "kind": kind, "ranks"
        "audio_s_per_s": sum(mean([r["audio_s_per_s"] for r in run]) for run in runs),
        "step_ms": mean([mean([r["step_ms"] for r in run]) for run in runs]),
        "loader_cpu_ms": mean([mean([r["loader_cpu_ms"] for r in run]) for run in runs])}
-for key in ("comm_wait_ms", "comm_cpu_ms"):
+for key in ("comm_wait_ms", "comm_exposed_ms", "comm_cpu_ms"):
     values = [r[key] for run in runs for r in run if key in r]
     row[key] = mean(values)
 open(results, "a").write(json.dumps(row) + "\n")
@@ -273,8 +277,8 @@ def derived(row):
     """hidden %, step / compute-only step, wait % of this row, within its round."""
     whole = find(row["round"], row["group"], row["kind"] + "-1bucket")
     hidden = None
-    if whole and row["kind"] in ("flat", "hierarchical") and whole["comm_wait_ms"]:
-        hidden = 100 * (1 - row["comm_wait_ms"] / whole["comm_wait_ms"])
+    if whole and row["kind"] in ("flat", "hierarchical") and whole["comm_exposed_ms"]:
+        hidden = 100 * (1 - row["comm_exposed_ms"] / whole["comm_exposed_ms"])
     alone = find(row["round"], row["group"], "alone")
     versus = None
     if alone and row["kind"].startswith(("flat", "hierarchical")):
@@ -303,7 +307,8 @@ for name in names:
     table.append({"name": name, "group": mine[0]["group"], "kind": mine[0]["kind"],
                   "ranks": mine[0]["ranks"], "threads": mine[0]["threads"],
                   **{key: summary([r[key] for r in mine])
-                     for key in ("audio_s_per_s", "step_ms", "comm_wait_ms", "comm_cpu_ms", "loader_cpu_ms")},
+                     for key in ("audio_s_per_s", "step_ms", "comm_wait_ms", "comm_exposed_ms",
+                                 "comm_cpu_ms", "loader_cpu_ms")},
                   **{key: summary([e[key] for e in extra]) for key in ("hidden", "versus", "wait_share")}})
 
 def speed_ratio(ranks_kind, threads_kind):
@@ -325,7 +330,7 @@ for label, ranks_kind, threads_kind in (("equal work", "flat", "threads"),
 
 print(conditions)
 print(f"{'run':<22} {'ranks':>5} {'thr':>3} {'audio-s/s':>9} {'step ms':>8} {'wait ms':>8} "
-      f"{'wait%':>6} {'hidden%':>7} {'vs compute':>10} {'comm cpu':>8} {'loader cpu':>10}")
+      f"{'wait%':>6} {'exposed':>7} {'hidden%':>7} {'vs compute':>10} {'comm cpu':>8} {'loader cpu':>10}")
 group = None
 for row in table:
     if row["group"] != group:
@@ -333,7 +338,8 @@ for row in table:
         print(f"-- {group}")
     print(f"{row['name']:<22} {row['ranks']:>5} {row['threads']:>3} {fmt(row['audio_s_per_s'], '.1f'):>9} "
           f"{fmt(row['step_ms'], '.0f'):>8} {fmt(row['comm_wait_ms'], '.1f'):>8} "
-          f"{fmt(row['wait_share'], '.1f'):>6} {fmt(row['hidden'], '.0f'):>7} "
+          f"{fmt(row['wait_share'], '.1f'):>6} {fmt(row['comm_exposed_ms'], '.1f'):>7} "
+          f"{fmt(row['hidden'], '.0f'):>7} "
           f"{fmt(row['versus'], '.3f'):>10} {fmt(row['comm_cpu_ms'], '.1f'):>8} "
           f"{fmt(row['loader_cpu_ms'], '.1f'):>10}")
 for note in notes:
@@ -342,16 +348,17 @@ for note in notes:
 with open(markdown, "w") as out:
     out.write(f"Measured {conditions}.\n\n")
     out.write("| run | ranks x threads | audio-s/s | step ms | comm wait ms | comm wait % of step "
-              "| % hidden | step / compute-only | comm thread CPU ms/step | loader CPU ms/step |\n")
-    out.write("|---|---|---|---|---|---|---|---|---|---|\n")
+              "| exposed ms | % hidden | step / compute-only | comm thread CPU ms/step | loader CPU ms/step |\n")
+    out.write("|---|---|---|---|---|---|---|---|---|---|---|\n")
     group = None
     for row in table:
         if row["group"] != group:
             group = row["group"]
-            out.write(f"| **{group}** | | | | | | | | | |\n")
+            out.write(f"| **{group}** | | | | | | | | | | |\n")
         out.write(f"| {row['name']} | {row['ranks']} x {row['threads']} "
                   f"| {fmt(row['audio_s_per_s'], '.1f', True)} | {fmt(row['step_ms'], '.0f')} "
                   f"| {fmt(row['comm_wait_ms'], '.0f')} | {fmt(row['wait_share'], '.1f', True)} "
+                  f"| {fmt(row['comm_exposed_ms'], '.0f', True)} "
                   f"| {fmt(row['hidden'], '.0f', True)} | {fmt(row['versus'], '.2f', True)} "
                   f"| {fmt(row['comm_cpu_ms'], '.0f')} | {fmt(row['loader_cpu_ms'], '.0f')} |\n")
     out.write("\n" + "".join(f"- {note}\n" for note in notes))

@@ -157,6 +157,7 @@ class Trainer {
     int64_t skipped = 0;   // steps skipped for a non-finite gradient (fp16)
     double seconds = 0;    // inside train_step
     double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
+    std::vector<double> step_comm_waits;  // this rank's comm wait in each step
     double comm_cpu = 0;   // CPU time of the reducer's communication thread
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
@@ -513,7 +514,9 @@ bool Trainer<Act, Acc>::train_step() {
   if (reducer_) {
     const Clock::time_point wait_begin = Clock::now();
     reducer_->finish();
-    interval_.comm_wait += std::chrono::duration<double>(Clock::now() - wait_begin).count();
+    const double wait = std::chrono::duration<double>(Clock::now() - wait_begin).count();
+    interval_.comm_wait += wait;
+    interval_.step_comm_waits.push_back(wait);
     interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
 
@@ -598,6 +601,17 @@ void Trainer<Act, Acc>::log_progress() {
   const double comm_wait_ms = sums[4] * per_rank_step;
   const double comm_cpu_ms = sums[5] * per_rank_step;
   const double loader_cpu_ms = sums[6] * per_rank_step;
+  // The all-reduce exposed after the last rank's backward: in each step the
+  // least any rank waited, which is the wait of the rank that finished
+  // backward last, as it waited for no other rank (the rest of comm wait is
+  // waiting for that rank).
+  double comm_exposed_ms = 0;
+  if (reducer_) {
+    std::vector<double>& waits = interval_.step_comm_waits;
+    mpi::allreduce_min_inplace(ctx_, waits.data(), int(waits.size()), "progress exposed wait");
+    for (double wait : waits) comm_exposed_ms += 1e3 * wait;
+    comm_exposed_ms /= double(std::max<size_t>(waits.size(), 1));
+  }
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double eta =
       elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);
@@ -612,8 +626,8 @@ void Trainer<Act, Acc>::log_progress() {
                   format_duration(elapsed).c_str(), format_duration(eta).c_str());
     log_ << line;
     if (reducer_) {
-      log_ << "  comm wait " << std::fixed << std::setprecision(1) << comm_wait_ms << " ms/step"
-           << std::defaultfloat;
+      log_ << "  comm wait " << std::fixed << std::setprecision(1) << comm_wait_ms
+           << " ms/step (exposed " << comm_exposed_ms << ")" << std::defaultfloat;
     }
     log_ << std::endl;
     if (interval_.skipped > 0) {
@@ -635,6 +649,7 @@ void Trainer<Act, Acc>::log_progress() {
   };
   if (reducer_) {
     record["comm_wait_ms"] = comm_wait_ms;
+    record["comm_exposed_ms"] = comm_exposed_ms;
     record["comm_cpu_ms"] = comm_cpu_ms;
   }
   record["loader_cpu_ms"] = loader_cpu_ms;

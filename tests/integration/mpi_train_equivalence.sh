@@ -10,6 +10,7 @@
 # (one epoch boundary) the model.safetensors of the two runs must agree within
 # 1e-5 (max over tensors of |a - b| / |b|, 2-norms), and so must the logged
 # losses; 1 rank without accumulation, which sees other batches, must not.
+# The 2-rank run's comm wait figures are consistent (exposed <= wait).
 # Usage: bash mpi_train_equivalence.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 # shellcheck source=tests/integration/lib/train_runs.sh
@@ -66,6 +67,12 @@ assert [s for s, _ in accumulated_losses] == list(range(1, 11)), accumulated_los
 worst = max(abs(a - b) / abs(b) for (_, a), (_, b) in zip(accumulated_losses, two_losses))
 print(f"losses of steps 1-10 agree within {worst:.2e}")
 assert worst <= 1e-5, (two_losses, accumulated_losses)
+
+# In each step the exposed all-reduce is the least wait of any rank, so its
+# mean over steps cannot exceed the mean wait over ranks and steps.
+for r in (json.loads(line) for line in open(f"{sys.argv[1]}/two_ranks/metrics.jsonl")):
+    if r["kind"] == "train":
+        assert 0 <= r["comm_exposed_ms"] <= r["comm_wait_ms"] + 1e-9, r
 EOF
 rm -rf "$work"
 echo "mpi_train_equivalence: all checks passed"

@@ -43,6 +43,17 @@ TEST(Collectives, AllreduceSumInplaceOfAnArray) {
   EXPECT_THROW(allreduce_sum_inplace(ctx, values.data(), -1, "negative"), Error);
 }
 
+TEST(Collectives, AllreduceMinInplaceOfAnArray) {
+  Context ctx = test_context();
+  const int n = 1000, w = ctx.world_size();
+  // Element i is smallest on rank i mod W: (i - rank) mod W is 0 there.
+  std::vector<double> values(n);
+  for (int i = 0; i < n; ++i) values[size_t(i)] = 0.5 * i + ((i - ctx.world_rank()) % w + w) % w;
+  allreduce_min_inplace(ctx, values.data(), n, "min array");
+  for (int i = 0; i < n; ++i) ASSERT_EQ(values[size_t(i)], 0.5 * i) << "element " << i;
+  EXPECT_THROW(allreduce_min_inplace(ctx, values.data(), -1, "negative"), Error);
+}
+
 TEST(Collectives, BarrierAndRepeatedCallsStayInStep) {
   Context ctx = test_context();
   for (int i = 0; i < 50; ++i) {
