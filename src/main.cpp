@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 #include <vector>
@@ -50,7 +51,12 @@ void set_library_settings(char** argv) {
       changed = true;
     }
   }
-  if (changed) execv("/proc/self/exe", argv);
+  if (!changed) return;
+  // The program's own path, not /proc/self/exe, so that ps and top still
+  // name the process after it.
+  std::error_code error;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", error);
+  execv(error ? "/proc/self/exe" : self.c_str(), argv);
 }
 
 int world_size() {
