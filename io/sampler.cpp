@@ -39,6 +39,10 @@ Sampler::Sampler(std::vector<double> durations, SamplerOptions options, int rank
                   "sampler: utterance " << i << " has duration " << durations_[i] << " s");
     }
   }
+  if (options_.step_batches < 1) {
+    MPIASR_FAIL(ExitCode::kUsage,
+                "sampler: step_batches " << options_.step_batches << " must be >= 1");
+  }
   if (options_.mode == "fixed") {
     if (options_.batch_size < 1) {
       MPIASR_FAIL(ExitCode::kUsage,
@@ -115,6 +119,38 @@ std::vector<std::vector<size_t>> Sampler::dynamic_batches(const std::vector<size
   return batches;
 }
 
+void Sampler::balance_steps(std::vector<std::vector<size_t>>& batches, int epoch) const {
+  constexpr size_t kWindowSteps = 16;
+  const size_t step = static_cast<size_t>(options_.step_batches);
+  const auto cost = [this](const std::vector<size_t>& batch) {
+    double longest = 0;
+    for (size_t i : batch) longest = std::max(longest, durations_[i]);
+    return static_cast<double>(batch.size()) * longest;
+  };
+  SplitMix64 rng = generator(options_.seed, epoch, 2);
+  for (size_t begin = 0; begin < batches.size(); begin += kWindowSteps * step) {
+    const auto first = batches.begin() + static_cast<std::ptrdiff_t>(begin);
+    const auto last = batches.begin() + static_cast<std::ptrdiff_t>(
+                                            std::min(begin + kWindowSteps * step, batches.size()));
+    std::vector<std::pair<double, std::vector<size_t>>> sorted;
+    for (auto it = first; it != last; ++it) sorted.emplace_back(cost(*it), std::move(*it));
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<size_t> runs(sorted.size() / step);  // full runs of `step`, by position
+    std::iota(runs.begin(), runs.end(), size_t{0});
+    shuffle(runs, rng);
+    auto out = first;
+    for (size_t run : runs) {
+      std::vector<size_t> within(step);
+      std::iota(within.begin(), within.end(), run * step);
+      shuffle(within, rng);
+      for (size_t k : within) *out++ = std::move(sorted[k].second);
+    }
+    for (size_t k = runs.size() * step; k < sorted.size(); ++k)
+      *out++ = std::move(sorted[k].second);
+  }
+}
+
 std::vector<std::vector<size_t>> Sampler::global_batches(int epoch) const {
   std::vector<size_t> order(durations_.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -133,6 +169,7 @@ std::vector<std::vector<size_t>> Sampler::global_batches(int epoch) const {
   }
   SplitMix64 batch_rng = generator(options_.seed, epoch, 1);
   shuffle(batches, batch_rng);
+  if (options_.step_batches > 1) balance_steps(batches, epoch);
 
   size_t world = static_cast<size_t>(world_size_);
   size_t count = batches.size();

@@ -11,6 +11,15 @@
 //      fixed mode: the shuffled order is cut into batches of batch_size (the last may
 //      be smaller); buckets are not used;
 //   3. the batch list is shuffled with a second generator seeded by (seed, e);
+//      then, when an optimizer step takes S > 1 batches (step_batches: world
+//      size x accumulation), each step's S batches are made alike in cost, so
+//      that no rank waits long for a slower one at the gradient all-reduce: the
+//      list is cut into windows of 16 S batches; each window is sorted by cost
+//      (utterances x longest duration, the padded seconds; stable), cut into
+//      runs of S, and its full runs are shuffled, as are the batches within
+//      each run (a third generator seeded by (seed, e)); a last run of fewer
+//      than S stays at the end. Global batches kS .. kS + S - 1 are step k's,
+//      for any split of S into ranks x accumulation;
 //   4. its length is made a multiple of the world size W: drop_last removes the last
 //      (n mod W) batches; otherwise the first batches are repeated at the end, so
 //      W - (n mod W) batches (their utterances) are seen twice in that epoch;
@@ -42,6 +51,7 @@ struct SamplerOptions {
   std::vector<double> bucket_boundaries;  // dynamic: seconds, increasing; empty = quantiles
   int num_buckets = 10;                   // dynamic, when bucket_boundaries is empty
   bool drop_last = false;                 // trim the batch list instead of padding it
+  int step_batches = 1;                   // batches per optimizer step; > 1 balances steps (3.)
   uint64_t seed = 0;
 };
 
@@ -63,6 +73,8 @@ class Sampler {
   // Step 1-4 above: every rank's batches, before taking every W-th.
   std::vector<std::vector<size_t>> global_batches(int epoch) const;
   std::vector<std::vector<size_t>> dynamic_batches(const std::vector<size_t>& order) const;
+  // Step 3's balancing of each step's batches.
+  void balance_steps(std::vector<std::vector<size_t>>& batches, int epoch) const;
 
   std::vector<double> durations_;
   SamplerOptions options_;

@@ -88,8 +88,11 @@ struct BatchingConfig {
   int batch_size = 16;             // fixed: B per rank
   int num_buckets = 20;            // duration buckets (quantiles)
   bool drop_last = false;          // trim the batch list to a multiple of the world size
-  int workers = 2;                 // loader threads per rank
-  int queue_depth = 4;             // batches prepared ahead
+  // Each step's batches (ranks x accumulation of them) alike in padded
+  // seconds, so ranks reach the all-reduce together (io/sampler.h, step 3).
+  bool balance_steps = true;
+  int workers = 2;      // loader threads per rank
+  int queue_depth = 4;  // batches prepared ahead
   // Training batches are padded to a multiple of this many frames, so that
   // their shapes fall in few buckets (step graphs, training.cuda_graphs).
   int frame_multiple = 1;

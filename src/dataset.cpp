@@ -132,7 +132,7 @@ std::vector<double> utterance_durations(const Manifest& manifest) {
   return durations;
 }
 
-SamplerOptions sampler_options(const Config& config) {
+SamplerOptions sampler_options(const Config& config, int world_size) {
   SamplerOptions sampler;
   sampler.mode = std::string(to_string(config.batching.mode));
   sampler.max_batch_seconds = config.batching.max_batch_seconds;
@@ -140,6 +140,9 @@ SamplerOptions sampler_options(const Config& config) {
   sampler.batch_size = config.batching.batch_size;
   sampler.num_buckets = config.batching.num_buckets;
   sampler.drop_last = config.batching.drop_last;
+  if (config.batching.balance_steps) {
+    sampler.step_batches = world_size * config.training.accumulation;
+  }
   sampler.seed = config.training.seed;
   return sampler;
 }

@@ -46,7 +46,8 @@ uint64_t manifest_hash(const Manifest& manifest);
 // Seconds of every utterance, in manifest order.
 std::vector<double> utterance_durations(const Manifest& manifest);
 
-// How the training sampler batches a dataset: batching.* and training.seed.
-SamplerOptions sampler_options(const Config& config);
+// How the training sampler batches a dataset for world_size ranks:
+// batching.*, training.seed, and training.accumulation (balance_steps).
+SamplerOptions sampler_options(const Config& config, int world_size);
 
 }  // namespace mpiasr

@@ -158,7 +158,7 @@ class Trainer {
     double seconds = 0;    // inside train_step
     double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
     std::vector<double> step_comm_waits;  // this rank's comm wait in each step
-    double comm_cpu = 0;   // CPU time of the reducer's communication thread
+    double comm_cpu = 0;                  // CPU time of the reducer's communication thread
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
   int64_t step_at_clear_ = 0;     // state_.step when the control's sums were last cleared
@@ -202,7 +202,8 @@ void Trainer<Act, Acc>::load_data() {
                                            train_features_->global_cmvn(), train_features_->loader);
   if (tokenizer_->oov_count() > 0) log_ << "train: " << tokenizer_->oov_report() << "\n";
 
-  sampler_ = std::make_unique<Sampler>(utterance_durations(train_), sampler_options(config_),
+  sampler_ = std::make_unique<Sampler>(utterance_durations(train_),
+                                       sampler_options(config_, ctx_.world_size()),
                                        ctx_.world_rank(), ctx_.world_size());
 
   windowing_ = decode_windowing(config_, eval_features_->fbank);

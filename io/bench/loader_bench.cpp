@@ -40,11 +40,11 @@ struct Corpus {
         samples[t] = 0.2f * std::sin(0.01f * (i + 5) * t) +
                      0.05f * (static_cast<float>(noise >> 8) / 16777216.0f - 0.5f);
       }
-      std::string path = (dir / ("u" + std::to_string(i) + ".wav")).string();
+      const std::string id = std::string("u").append(std::to_string(i));
+      std::string path = (dir / (id + ".wav")).string();
       write_audio(path, samples, 1, kSampleRate);
-      manifest.utterances.push_back({"u" + std::to_string(i), path,
-                                     "the quick brown fox jumps over the lazy dog", 0, kSeconds,
-                                     i + 1});
+      manifest.utterances.push_back(
+          {id, path, "the quick brown fox jumps over the lazy dog", 0, kSeconds, i + 1});
     }
   }
   ~Corpus() { fs::remove_all(dir); }

@@ -1,7 +1,7 @@
 // Sampler invariants for world sizes 1-8: equal batch counts on every rank,
 // every utterance once per epoch (plus the documented padding), drop_last,
 // determinism per seed and epoch, the padded budget and the utterance cap,
-// resuming, and the errors for bad input.
+// balanced steps, resuming, and the errors for bad input.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -200,6 +200,80 @@ TEST(Sampler, ResumedPositionGivesTheSameRemainingBatches) {
   ASSERT_EQ(after_restart.size(), before_restart.size());
   EXPECT_TRUE(std::equal(after_restart.begin() + position, after_restart.end(),
                          before_restart.begin() + position));
+}
+
+// Padded seconds of a batch: utterances x the longest.
+double cost(const std::vector<size_t>& batch, const std::vector<double>& durations) {
+  double longest = 0;
+  for (size_t i : batch) longest = std::max(longest, durations[i]);
+  return double(batch.size()) * longest;
+}
+
+TEST(Sampler, BalancedStepsTakeAdjacentCostsOfTheirWindow) {
+  auto durations = make_durations(503);
+  for (std::string mode : {"dynamic", "fixed"}) {
+    SamplerOptions plain;
+    plain.mode = mode;
+    plain.max_batch_seconds = 60;
+    plain.max_batch_utterances = 16;
+    plain.batch_size = 7;
+    plain.seed = 42;
+    SamplerOptions balanced = plain;
+    balanced.step_batches = 4;
+    const Batches unbalanced = Sampler(durations, plain, 0, 1).epoch_batches(3);
+    const Batches batches = Sampler(durations, balanced, 0, 1).epoch_batches(3);
+
+    // The same batches, reordered.
+    Batches a = unbalanced, b = batches;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    ASSERT_EQ(a, b) << mode;
+
+    // Brute force: within each window of 16 steps, no batch outside a full
+    // step costs strictly between that step's cheapest and dearest batch.
+    double spread = 0, plain_spread = 0;
+    size_t steps = 0;
+    for (size_t window = 0; window < batches.size(); window += 64) {
+      const size_t end = std::min(window + 64, batches.size());
+      for (size_t step = window; step + 4 <= end; step += 4, ++steps) {
+        double low = 1e300, high = 0, plain_low = 1e300, plain_high = 0;
+        for (size_t k = step; k < step + 4; ++k) {
+          low = std::min(low, cost(batches[k], durations));
+          high = std::max(high, cost(batches[k], durations));
+          plain_low = std::min(plain_low, cost(unbalanced[k], durations));
+          plain_high = std::max(plain_high, cost(unbalanced[k], durations));
+        }
+        for (size_t k = window; k < end; ++k) {
+          if (k >= step && k < step + 4) continue;
+          const double c = cost(batches[k], durations);
+          ASSERT_FALSE(c > low && c < high)
+              << mode << ": batch " << k << " costs " << c << ", inside step " << step / 4 << "'s "
+              << low << ".." << high;
+        }
+        spread += high - low;
+        plain_spread += plain_high - plain_low;
+      }
+    }
+    // And so steps are far more even than a plain shuffle's.
+    EXPECT_LT(spread, plain_spread / 4) << mode << " over " << steps << " steps";
+  }
+}
+
+TEST(Sampler, BalancedStepsAreTheSameForAnySplitIntoRanksAndAccumulation) {
+  auto durations = make_durations(503);
+  SamplerOptions options;
+  options.max_batch_seconds = 60;
+  options.max_batch_utterances = 16;
+  options.seed = 7;
+  options.step_batches = 4;
+  const Batches one_rank = Sampler(durations, options, 0, 1).epoch_batches(1);
+  for (int world : {2, 4}) {
+    const Batches global = interleave(all_ranks(durations, options, world, 1));
+    ASSERT_GE(global.size(), one_rank.size());
+    EXPECT_TRUE(std::equal(one_rank.begin(), one_rank.end(), global.begin())) << world << " ranks";
+  }
+  options.step_batches = 0;
+  EXPECT_THROW(Sampler(durations, options, 0, 1), Error);
 }
 
 TEST(Sampler, UtteranceLongerThanTheBudgetIsNamed) {
