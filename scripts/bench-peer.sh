@@ -5,7 +5,8 @@
 # scripts/pytorch/bench_train_step.py (the same model, batch and step), at 1
 # and 2 threads, for a few rounds. Prints each round and the medians: audio
 # seconds per second, mpiasr's share of the sgemm ceiling (peak_frac) and the
-# ratio mpiasr / PyTorch. Both run with OMP_WAIT_POLICY=passive (as the
+# ratio mpiasr / PyTorch. Both run with OMP_WAIT_POLICY=passive, and
+# model_bench with the OpenBLAS core that `mpiasr --version` names (as the
 # mpiasr program does).
 #
 #   scripts/bench-peer.sh --python /tmp/torchpeer/bin/python [--rounds 3] [--build DIR]
@@ -34,6 +35,13 @@ done
 "$python" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' ||
   { echo "bench-peer.sh: $python has no PyTorch 2.x" >&2; exit 2; }
 export OMP_WAIT_POLICY=passive
+# model_bench runs the OpenBLAS core that the mpiasr program runs: mpiasr
+# picks one where OpenBLAS took the CPU for a generic one (README, "A CPU
+# newer than OpenBLAS"), and model_bench does not.
+if [[ -z "${OPENBLAS_CORETYPE:-}" && -x "$build/mpiasr" ]]; then
+  core=$("$build/mpiasr" --version | sed -n 's/^BLAS: .*, core \([A-Za-z0-9]*\)$/\1/p')
+  if [[ -n "$core" ]]; then export OPENBLAS_CORETYPE="$core"; fi
+fi
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT
