@@ -11,6 +11,7 @@
 #include <iomanip>
 #include <iostream>
 #include <memory>
+#include <numeric>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -154,11 +155,12 @@ class Trainer {
     double loss = 0, tokens = 0, utterances = 0, audio_seconds = 0;
     double grad_norm = 0;  // sum over applied steps (the norm is the same on every rank)
     int64_t steps = 0;
-    int64_t skipped = 0;   // steps skipped for a non-finite gradient (fp16)
-    double seconds = 0;    // inside train_step
-    double comm_wait = 0;  // blocked in the gradient all-reduce after backward (not hidden)
-    std::vector<double> step_comm_waits;  // this rank's comm wait in each step
-    double comm_cpu = 0;                  // CPU time of the reducer's communication thread
+    int64_t skipped = 0;  // steps skipped for a non-finite gradient (fp16)
+    double seconds = 0;   // inside train_step
+    // Per step, the time blocked in the gradient all-reduce after backward
+    // (not hidden), this rank's.
+    std::vector<double> step_comm_waits;
+    double comm_cpu = 0;  // CPU time of the reducer's communication thread
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
   int64_t step_at_clear_ = 0;     // state_.step when the control's sums were last cleared
@@ -515,9 +517,8 @@ bool Trainer<Act, Acc>::train_step() {
   if (reducer_) {
     const Clock::time_point wait_begin = Clock::now();
     reducer_->finish();
-    const double wait = std::chrono::duration<double>(Clock::now() - wait_begin).count();
-    interval_.comm_wait += wait;
-    interval_.step_comm_waits.push_back(wait);
+    interval_.step_comm_waits.push_back(
+        std::chrono::duration<double>(Clock::now() - wait_begin).count());
     interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
 
@@ -579,13 +580,14 @@ void Trainer<Act, Acc>::read_step_state() {
 template <typename Act, typename Acc>
 void Trainer<Act, Acc>::log_progress() {
   const double loader_cpu = train_loader_->worker_cpu_seconds();
-  double sums[] = {interval_.loss,
-                   interval_.tokens,
-                   interval_.utterances,
-                   interval_.audio_seconds,
-                   interval_.comm_wait,
-                   interval_.comm_cpu,
-                   loader_cpu - loader_cpu_before_};
+  double sums[] = {
+      interval_.loss,
+      interval_.tokens,
+      interval_.utterances,
+      interval_.audio_seconds,
+      std::accumulate(interval_.step_comm_waits.begin(), interval_.step_comm_waits.end(), 0.0),
+      interval_.comm_cpu,
+      loader_cpu - loader_cpu_before_};
   loader_cpu_before_ = loader_cpu;
   mpi::allreduce_sum_inplace(ctx_, sums, int(std::size(sums)), "progress totals");
   // Step time is the slowest rank's, which is what the run waits for.
