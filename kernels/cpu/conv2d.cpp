@@ -8,9 +8,12 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/activations.h"
+#include "kernels/cpu/activations.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -105,12 +108,138 @@ void col2im_add(T* dinp, const T* dcol, const ConvShape& s, const Chunk& chunk) 
   }
 }
 
+// Wt[k, co] = W[co, 0, kh, kw], k = 3 kh + kw: the single-channel weight with
+// output channels contiguous.
+template <typename T>
+void transpose_single_channel_weight(T* wt, const T* weight, int Cout) {
+  for (int co = 0; co < Cout; ++co)
+    for (int k = 0; k < 9; ++k) wt[int64_t(k) * Cout + co] = weight[int64_t(co) * 9 + k];
+}
+
+// Output line i of image b for Cin = 1, directly: each pixel reads nine input
+// values and writes Cout, y = bias + sum_k x_k Wt[k] (then relu(y) with
+// apply_relu). K = 9 is too short for a GEMM to pay, and im2col would copy
+// three values at a time.
+template <typename T>
+MPIASR_SIMD_CLONES void single_channel_forward_line(T* __restrict y, const T* inp, const T* wt,
+                                                    const T* bias, const ConvShape& s, int b, int i,
+                                                    bool apply_relu) {
+  const int Cout = s.Cout;
+  const T *w0 = wt, *w1 = w0 + Cout, *w2 = w1 + Cout, *w3 = w2 + Cout, *w4 = w3 + Cout,
+          *w5 = w4 + Cout, *w6 = w5 + Cout, *w7 = w6 + Cout, *w8 = w7 + Cout;
+  for (int j = 0; j < s.Wo; ++j) {
+    const T* r0 = patch_row(inp, s, b, i, j, 0);
+    const T* r1 = patch_row(inp, s, b, i, j, 1);
+    const T* r2 = patch_row(inp, s, b, i, j, 2);
+    const T x0 = r0[0], x1 = r0[1], x2 = r0[2], x3 = r1[0], x4 = r1[1], x5 = r1[2], x6 = r2[0],
+            x7 = r2[1], x8 = r2[2];
+    T* pixel = y + int64_t(j) * Cout;
+    for (int co = 0; co < Cout; ++co) {
+      pixel[co] = bias[co] + x0 * w0[co] + x1 * w1[co] + x2 * w2[co] + x3 * w3[co] + x4 * w4[co] +
+                  x5 * w5[co] + x6 * w6[co] + x7 * w7[co] + x8 * w8[co];
+    }
+  }
+  // ReLU while the line is still in cache.
+  if (apply_relu)
+    for (int64_t e = 0; e < int64_t(s.Wo) * Cout; ++e) y[e] = relu(y[e]);
+}
+
+// The weight and bias gradients of image b for Cin = 1, directly: each pixel
+// adds x_k dout[p] to row k of dWt [9, Cout] (k = 3 kh + kw) and dout[p] to
+// row 9, the bias sum; all ten rows are overwritten.
+template <typename T>
+MPIASR_SIMD_CLONES void single_channel_weight_grad_image(T* __restrict grads, const T* dout,
+                                                         const T* inp, const ConvShape& s, int b) {
+  const int Cout = s.Cout;
+  std::fill(grads, grads + int64_t(10) * Cout, T(0));
+  const T* g = dout + int64_t(b) * s.Ho * s.Wo * Cout;
+  for (int i = 0; i < s.Ho; ++i) {
+    for (int j = 0; j < s.Wo; ++j, g += Cout) {
+      T x[10];
+      for (int kh = 0; kh < 3; ++kh) {
+        const T* row = patch_row(inp, s, b, i, j, kh);
+        for (int kw = 0; kw < 3; ++kw) x[3 * kh + kw] = row[kw];
+      }
+      x[9] = T(1);
+      for (int k = 0; k < 10; ++k) {
+        T* grad = grads + int64_t(k) * Cout;
+        for (int co = 0; co < Cout; ++co) grad[co] += x[k] * g[co];
+      }
+    }
+  }
+}
+
+// The input gradient of image b for Cin = 1, overwritten: pixel (i, j) adds
+// sum_co dout[p, co] Wt[k, co] to input (2i + kh, 2j + kw).
+template <typename T>
+void single_channel_input_grad_image(T* dinp, const T* dout, const T* wt, const ConvShape& s,
+                                     int b) {
+  const int Cout = s.Cout;
+  T* image = dinp + int64_t(b) * s.H * s.W;
+  std::fill(image, image + int64_t(s.H) * s.W, T(0));
+  const T* g = dout + int64_t(b) * s.Ho * s.Wo * Cout;
+  for (int i = 0; i < s.Ho; ++i) {
+    for (int j = 0; j < s.Wo; ++j, g += Cout) {
+      for (int k = 0; k < 9; ++k) {
+        const T* w = wt + int64_t(k) * Cout;
+        T sum = T(0);
+        for (int co = 0; co < Cout; ++co) sum += g[co] * w[co];
+        image[int64_t(2 * i + k / 3) * s.W + 2 * j + k % 3] += sum;
+      }
+    }
+  }
+}
+
+// The backward of the Cin = 1 layer, image by image: each image's weight and
+// bias gradient goes to its own slot and the slots are summed in image order,
+// so the result does not depend on the thread count.
+template <typename T>
+void single_channel_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                             const T* weight, const ConvShape& s) {
+  const int B = s.B, Cout = s.Cout;
+  std::vector<T> wt(size_t(9) * Cout);
+  transpose_single_channel_weight(wt.data(), weight, Cout);
+  const bool sums = dweight || dbias;
+  // Per image: dWt [9, Cout] then the bias sum [Cout].
+  const size_t slot = size_t(10) * Cout;
+  std::vector<T> image_grads(sums ? size_t(B) * slot : 0);
+#pragma omp parallel for schedule(static) if (s.multiply_adds() >= kParallelMinMultiplyAdds)
+  for (int b = 0; b < B; ++b) {
+    T* grads = image_grads.data() + size_t(b) * slot;
+    if (sums) single_channel_weight_grad_image(grads, dout, inp, s, b);
+    if (dinp) single_channel_input_grad_image(dinp, dout, wt.data(), s, b);
+  }
+  for (int b = 0; b < B && sums; ++b) {
+    const T* grads = image_grads.data() + size_t(b) * slot;
+    for (int co = 0; co < Cout; ++co) {
+      if (dweight)
+        for (int k = 0; k < 9; ++k) dweight[int64_t(co) * 9 + k] += grads[int64_t(k) * Cout + co];
+      if (dbias) dbias[co] += grads[int64_t(9) * Cout + co];
+    }
+  }
+}
+
 }  // namespace
 
 template <typename T>
 void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B, int Cin, int H,
-                        int W, int Cout) {
+                        int W, int Cout, bool relu) {
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  const std::vector<T> bias_or_zero =
+      bias ? std::vector<T>(bias, bias + Cout) : std::vector<T>(Cout);
+  if (Cin == 1) {
+    std::vector<T> wt(size_t(9) * Cout);
+    transpose_single_channel_weight(wt.data(), weight, Cout);
+#pragma omp parallel for schedule(static) \
+    collapse(2) if (s.multiply_adds() >= kParallelMinMultiplyAdds)
+    for (int b = 0; b < B; ++b) {
+      for (int i = 0; i < s.Ho; ++i) {
+        single_channel_forward_line(out + (int64_t(b) * s.Ho + i) * s.Wo * Cout, inp, wt.data(),
+                                    bias_or_zero.data(), s, b, i, relu);
+      }
+    }
+    return;
+  }
   const int K = s.K();
   std::vector<T> wr(size_t(Cout) * K);
   reorder_weight(wr.data(), weight, Cout, Cin);
@@ -125,15 +254,13 @@ void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, in
         const int rows = chunk.rows(s);
         T* out_chunk = out + chunk.first_row(s) * Cout;
         im2col(col.data(), inp, s, chunk);
-        T beta = T(0);
-        if (bias) {
-          for (int r = 0; r < rows; ++r)
-            std::memcpy(out_chunk + int64_t(r) * Cout, bias, sizeof(T) * Cout);
-          beta = T(1);
-        }
-        // out_chunk [rows, Cout] = col [rows, K] Wr^T + beta out_chunk
-        blas_gemm<T>(false, true, rows, Cout, K, T(1), col.data(), K, wr.data(), K, beta, out_chunk,
+        for (int r = 0; r < rows; ++r)
+          std::memcpy(out_chunk + int64_t(r) * Cout, bias_or_zero.data(), sizeof(T) * Cout);
+        // out_chunk [rows, Cout] = col [rows, K] Wr^T + bias
+        blas_gemm<T>(false, true, rows, Cout, K, T(1), col.data(), K, wr.data(), K, T(1), out_chunk,
                      Cout);
+        // ReLU while the chunk is still in cache.
+        if (relu) cpu_relu_forward(out_chunk, out_chunk, size_t(rows) * Cout);
       }
     }
   }
@@ -143,6 +270,10 @@ template <typename T>
 void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                          const T* weight, int B, int Cin, int H, int W, int Cout) {
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  if (Cin == 1) {
+    single_channel_backward(dinp, dweight, dbias, dout, inp, weight, s);
+    return;
+  }
   const int K = s.K();
   if (dbias) cpu_add_column_sums(dbias, dout, int64_t(B) * s.Ho * s.Wo, Cout);
   if (!dinp && !dweight) return;
@@ -198,9 +329,9 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 }
 
 template void cpu_conv2d_forward<float>(float*, const float*, const float*, const float*, int, int,
-                                        int, int, int);
+                                        int, int, int, bool);
 template void cpu_conv2d_forward<double>(double*, const double*, const double*, const double*, int,
-                                         int, int, int, int);
+                                         int, int, int, int, bool);
 template void cpu_conv2d_backward<float>(float*, float*, float*, const float*, const float*,
                                          const float*, int, int, int, int, int);
 template void cpu_conv2d_backward<double>(double*, double*, double*, const double*, const double*,

@@ -7,12 +7,19 @@
 // patch row of the column matrix is three contiguous copies of 3 * Cin input
 // values (one per kernel row). Output rows are processed in chunks of whole
 // output lines of one utterance, about 256K column-matrix elements (~10 lines
-// for Cin = 144, whole images for Cin = 1); each thread builds its chunk's
-// column matrix and multiplies it by Wr^T:
-//   out_chunk [rows, Cout] = col [rows, 9 Cin] Wr^T
+// for Cin = 144); each thread builds its chunk's column matrix and multiplies
+// it by Wr^T, then adds bias and applies ReLU while the chunk is in cache:
+//   out_chunk [rows, Cout] = col [rows, 9 Cin] Wr^T + bias
 // Backward, per chunk: dWr += dout_chunk^T col, dcol = dout_chunk Wr, and dcol
 // is scattered back (col2im). Neighbouring chunks share one input row, so
 // even and odd chunks run in two parallel phases.
+//
+// One input channel (the first layer) is computed directly instead: with
+// K = 9 a GEMM does not pay and the layer is bound by memory (its output is
+// Cout times its input). Forward writes each output pixel once from its nine
+// inputs; backward reads dout once, summing each image's weight and bias
+// gradients into its own slot, then the slots in image order (so the result
+// does not depend on the thread count).
 //   dinp is overwritten; dweight and dbias are accumulated; null skips.
 #pragma once
 
@@ -24,7 +31,7 @@ inline int conv2d_out_size(int in) {
 
 template <typename T>
 void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B, int Cin, int H,
-                        int W, int Cout);
+                        int W, int Cout, bool relu);
 
 template <typename T>
 void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,

@@ -77,8 +77,10 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dForward,
                                            ConvCase{2, 32, 201, 41, 8},  // three chunks per image
                                            ConvCase{1, 5, 10, 8, 3}));   // even sizes
 
-TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
-  const ConvCase c{2, 3, 9, 8, 4};
+class Conv2dBackward : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dBackward, MatchesFiniteDifferencesAndAccumulates) {
+  const ConvCase c = GetParam();
   std::mt19937_64 rng(22);
   auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -103,10 +105,19 @@ TEST(Conv2d, BackwardMatchesFiniteDifferencesAndAccumulates) {
             kGradTolerance);
 }
 
-// The adjoint identity <dout, conv(x)> = <conv^T(dout), x> + <dout, bias> on a
-// shape with several chunks per image, on two threads, against the naive forward.
-TEST(Conv2d, BackwardIsTheAdjointOnLargeShapes) {
-  const ConvCase c{2, 32, 201, 41, 8};  // three chunks per image: both phases run
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dBackward,
+                         ::testing::Values(ConvCase{2, 3, 9, 8, 4},
+                                           ConvCase{3, 1, 11, 9, 5}));  // one input channel
+
+// The adjoint identity <dout, conv(x)> = <conv^T(dout), x> + <dout, bias> on
+// shapes large enough to run on two threads, against the naive forward; and the
+// input gradient of one thread, bit for bit (col2im order is fixed). With one
+// input channel the weight and bias gradients match bit for bit too (they are
+// summed image by image in order).
+class Conv2dLargeBackward : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dLargeBackward, IsTheAdjointAndMatchesOneThread) {
+  const ConvCase c = GetParam();
   std::mt19937_64 rng(23);
   const auto inp = random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto w = random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -119,13 +130,26 @@ TEST(Conv2d, BackwardIsTheAdjointOnLargeShapes) {
   const double forward = testing::dot(g, naive_conv2d(inp, w, no_bias, c));
   EXPECT_NEAR(testing::dot(dinp, inp), forward, 1e-10 * std::abs(forward));
   EXPECT_NEAR(testing::dot(dw, w), forward, 1e-10 * std::abs(forward));
-  // Same input gradient on one thread, bit for bit (col2im order is fixed).
+  const auto sums = [&](int co) {
+    double sum = 0.0;
+    for (size_t p = 0; p < g.size() / c.Cout; ++p) sum += g[p * c.Cout + co];
+    return sum;
+  };
+  for (int co = 0; co < c.Cout; ++co) EXPECT_NEAR(db[co], sums(co), 1e-10 * g.size()) << co;
   CpuBackend<double> one(1);
-  std::vector<double> dinp1(inp.size());
-  one.conv2d_backward(dinp1.data(), nullptr, nullptr, g.data(), inp.data(), w.data(), c.B, c.Cin,
-                      c.H, c.W, c.Cout);
+  std::vector<double> dinp1(inp.size()), dw1(w.size(), 0.0), db1(c.Cout, 0.0);
+  one.conv2d_backward(dinp1.data(), dw1.data(), db1.data(), g.data(), inp.data(), w.data(), c.B,
+                      c.Cin, c.H, c.W, c.Cout);
   EXPECT_EQ(dinp1, dinp);
+  if (c.Cin == 1) {
+    EXPECT_EQ(dw1, dw);
+    EXPECT_EQ(db1, db);
+  }
 }
+
+INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dLargeBackward,
+                         ::testing::Values(ConvCase{2, 32, 201, 41, 8},    // three chunks per image
+                                           ConvCase{4, 1, 200, 80, 16}));  // one input channel
 
 TEST(Conv2d, FloatMatchesDouble) {
   const ConvCase c{2, 32, 41, 21, 32};
