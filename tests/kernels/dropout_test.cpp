@@ -82,6 +82,23 @@ TEST(Dropout, SameMaskForAnyThreadCountAndSplit) {
   EXPECT_NE(dropout(1, x, 0.1f, seed + 1, offset), one);
 }
 
+// Every element of a long stretch, far into the stream (block counters above
+// 2^32) with both halves of the seed set, against the scalar dropout_keep; two
+// thresholds check the bits themselves, not only one comparison. This covers
+// the tile generator the processor runs (AVX2 where it has it).
+TEST(Dropout, EveryElementFollowsTheScalarStream) {
+  const size_t n = 4099;
+  const std::vector<float> x(n, 1.0f);
+  const uint64_t seed = 0x0123456789abcdefull, offset = (uint64_t(1) << 35) + 3;
+  for (float p : {0.3f, 0.7f}) {
+    const auto out = dropout(1, x, p, seed, offset);
+    size_t mismatches = 0;
+    for (size_t i = 0; i < n; ++i)
+      mismatches += (out[i] != 0.0f) != dropout_keep(seed, offset + i, p);
+    EXPECT_EQ(mismatches, 0u) << "p = " << p;
+  }
+}
+
 TEST(Dropout, KeepRateAndScale) {
   const size_t n = 1000000;
   const std::vector<float> x(n, 1.0f);
