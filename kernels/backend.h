@@ -93,6 +93,15 @@ class Backend {
                               int Cin, int H, int W, int Cout, bool relu) = 0;
   virtual void conv2d_backward(Act* dinp, Acc* dweight, Acc* dbias, const Act* dout, const Act* inp,
                                const Act* weight, int B, int Cin, int H, int W, int Cout) = 0;
+  // The first of two stacked convolutions, a1 = relu(conv2d(x, W0, b0)) with
+  // x [B, H, W, 1] and a1 [B, H1, W1, C], then a2 = conv2d(a1, W2, b2): given
+  // a2's gradient dout2, dweight0 += and dbias0 += the gradients of W0 and b0
+  // through W2 and the ReLU (da1 = [a1 > 0] conv2d_backward_input(dout2, W2)).
+  // da1_scratch [B, H1, W1, C] is room for da1 where a backend forms it whole
+  // (the CPU backend does not: kernels/cpu/conv2d.h).
+  virtual void subsampling_first_conv_backward(Acc* dweight0, Acc* dbias0, const Act* dout2,
+                                               const Act* a1, const Act* x, const Act* weight2,
+                                               int B, int H, int W, int C, Act* da1_scratch) = 0;
 
   // ---- normalization ------------------------------------------------------
   // LayerNorm over the last dimension C of x [N, C]; mean and rstd [N] saved.

@@ -127,6 +127,16 @@ class RooflineBackend final : public Backend<Act, Acc> {
     if (dweight) op(2.0 * out * Cin * 9, (out + inp) * kAct + 2.0 * weight * kAcc);
     if (dbias) op(0, out * kAct + 2.0 * Cout * kAcc);
   }
+  // Counted as the GPU backend runs it: da1 whole, the ReLU, then the first
+  // layer's gradients.
+  void subsampling_first_conv_backward(Acc* dweight0, Acc* dbias0, const Act*, const Act*,
+                                       const Act*, const Act*, int B, int H, int W, int C,
+                                       Act* da1_scratch) override {
+    const int H1 = (H - 3) / 2 + 1, W1 = (W - 3) / 2 + 1;
+    conv2d_backward(da1_scratch, nullptr, nullptr, nullptr, nullptr, nullptr, B, C, H1, W1, C);
+    relu_backward(nullptr, nullptr, nullptr, size_t(B) * H1 * W1 * C);
+    conv2d_backward(nullptr, dweight0, dbias0, nullptr, nullptr, nullptr, B, 1, H, W, C);
+  }
 
   void layernorm_forward(Act*, Acc*, Acc*, const Act*, const Act*, const Act*, int N, int C,
                          float) override {

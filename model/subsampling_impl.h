@@ -76,11 +76,9 @@ void ConvSubsampling<Act, Acc>::backward(
   be.conv2d_backward(nullptr, ctx.params.grad(conv2_weight_), ctx.params.grad(conv2_bias_), da2, a1,
                      ctx.params.weight(conv2_weight_), B, C, T1, F1, C);
   ready(conv2_weight_, conv2_bias_ + 1);
-  be.conv2d_backward(da1, nullptr, nullptr, da2, a1, ctx.params.weight(conv2_weight_), B, C, T1, F1,
-                     C);
-  be.relu_backward(da1, da1, a1, size_t(B) * T1 * F1 * C);
-  be.conv2d_backward(nullptr, ctx.params.grad(conv0_weight_), ctx.params.grad(conv0_bias_), da1,
-                     ctx.arena.get(input_), ctx.params.weight(conv0_weight_), B, 1, T, n_mels_, C);
+  be.subsampling_first_conv_backward(ctx.params.grad(conv0_weight_), ctx.params.grad(conv0_bias_),
+                                     da2, a1, ctx.arena.get(input_),
+                                     ctx.params.weight(conv2_weight_), B, T, n_mels_, C, da1);
   ready(conv0_weight_, conv0_bias_ + 1);
 }
 

@@ -150,6 +150,41 @@ void BM_conv2d_backward(benchmark::State& state) {
   set_flops(state, (dx.empty() ? 1.0 : 2.0) * s.flops());
 }
 
+// The first layer's gradients through the second layer and the ReLU (the
+// subsampling's input side), at the `small` shapes: fused (argument 1: da1 is
+// never stored) against the three steps it replaces (0: conv2d input gradient,
+// ReLU backward, conv2d weight gradient), in one process. GFLOP/s counts the
+// two GEMM-like products.
+void BM_subsampling_first_conv_backward(benchmark::State& state) {
+  const ConvShape first{16, 1, 400, 80, 144};
+  const ConvShape second{16, 144, first.Ho(), first.Wo(), 144};
+  const bool fused = state.range(1) == 1;
+  CpuBackend<float> backend(threads(state));
+  const auto x = random_floats(size_t(first.B) * first.H * first.W, 1),
+             w0 = random_floats(size_t(first.Cout) * 9, 2), b0 = random_floats(first.Cout, 3),
+             w2 = random_floats(size_t(second.Cout) * second.Cin * 9, 4),
+             dout2 = random_floats(size_t(second.B) * second.Ho() * second.Wo() * second.Cout, 5);
+  std::vector<float> a1(size_t(second.B) * second.H * second.W * second.Cin), da1(a1.size());
+  backend.conv2d_forward(a1.data(), x.data(), w0.data(), b0.data(), first.B, 1, first.H, first.W,
+                         first.Cout, true);
+  std::vector<float> dw0(w0.size()), db0(b0.size());
+  for (auto _ : state) {
+    if (fused) {
+      backend.subsampling_first_conv_backward(dw0.data(), db0.data(), dout2.data(), a1.data(),
+                                              x.data(), w2.data(), first.B, first.H, first.W,
+                                              first.Cout, da1.data());
+    } else {
+      backend.conv2d_backward(da1.data(), nullptr, nullptr, dout2.data(), a1.data(), w2.data(),
+                              second.B, second.Cin, second.H, second.W, second.Cout);
+      backend.relu_backward(da1.data(), da1.data(), a1.data(), da1.size());
+      backend.conv2d_backward(nullptr, dw0.data(), db0.data(), da1.data(), x.data(), w0.data(),
+                              first.B, 1, first.H, first.W, first.Cout);
+    }
+    benchmark::DoNotOptimize(dw0.data());
+  }
+  set_flops(state, second.flops() + first.flops());
+}
+
 // ---- memory-bound ops at B*T = 1600 rows ------------------------------------------------
 
 void BM_layernorm_forward(benchmark::State& state) {
@@ -326,6 +361,10 @@ BENCHMARK(BM_linear_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->
 BENCHMARK(BM_linear_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_conv2d_forward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_conv2d_backward)->Apply(conv_args)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_subsampling_first_conv_backward)
+    ->ArgsProduct({{1, 2}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_layernorm_forward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_layernorm_backward)->Apply(model_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_swish_dropout_forward)

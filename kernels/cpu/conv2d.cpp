@@ -93,15 +93,16 @@ void im2col(T* col, const T* inp, const ConvShape& s, const Chunk& chunk) {
   }
 }
 
-// dinp += col2im(dcol) for a chunk.
+// rows += col2im(dcol) for a chunk, where rows is input row 2 first_line of
+// the chunk's image (the first row its patches read).
 template <typename T>
-void col2im_add(T* dinp, const T* dcol, const ConvShape& s, const Chunk& chunk) {
+void col2im_add(T* rows, const T* dcol, const ConvShape& s, const Chunk& chunk) {
   const int span = 3 * s.Cin;
   const T* src = dcol;
-  for (int i = chunk.first_line; i < chunk.first_line + chunk.lines; ++i) {
+  for (int i = 0; i < chunk.lines; ++i) {
     for (int j = 0; j < s.Wo; ++j) {
       for (int kh = 0; kh < 3; ++kh, src += span) {
-        T* dst = patch_row(dinp, s, chunk.b, i, j, kh);
+        T* dst = rows + (int64_t(2 * i + kh) * s.W + 2 * j) * s.Cin;
         for (int e = 0; e < span; ++e) dst[e] += src[e];
       }
     }
@@ -144,16 +145,16 @@ MPIASR_SIMD_CLONES void single_channel_forward_line(T* __restrict y, const T* in
     for (int64_t e = 0; e < int64_t(s.Wo) * Cout; ++e) y[e] = relu(y[e]);
 }
 
-// The weight and bias gradients of image b for Cin = 1, directly: each pixel
-// adds x_k dout[p] to row k of dWt [9, Cout] (k = 3 kh + kw) and dout[p] to
-// row 9, the bias sum; all ten rows are overwritten.
+// Adds the weight and bias gradients of output rows [first_row, first_row +
+// rows) of image b for Cin = 1, directly: each pixel adds x_k g[p] to row k of
+// dWt [9, Cout] (k = 3 kh + kw) and g[p] to row 9, the bias sum. g holds the
+// output gradient of those rows, [rows, Wo, Cout].
 template <typename T>
-MPIASR_SIMD_CLONES void single_channel_weight_grad_image(T* __restrict grads, const T* dout,
-                                                         const T* inp, const ConvShape& s, int b) {
+MPIASR_SIMD_CLONES void single_channel_weight_grad_rows(T* __restrict grads, const T* g,
+                                                        const T* inp, const ConvShape& s, int b,
+                                                        int first_row, int rows) {
   const int Cout = s.Cout;
-  std::fill(grads, grads + int64_t(10) * Cout, T(0));
-  const T* g = dout + int64_t(b) * s.Ho * s.Wo * Cout;
-  for (int i = 0; i < s.Ho; ++i) {
+  for (int i = first_row; i < first_row + rows; ++i) {
     for (int j = 0; j < s.Wo; ++j, g += Cout) {
       T x[10];
       for (int kh = 0; kh < 3; ++kh) {
@@ -165,6 +166,20 @@ MPIASR_SIMD_CLONES void single_channel_weight_grad_image(T* __restrict grads, co
         T* grad = grads + int64_t(k) * Cout;
         for (int co = 0; co < Cout; ++co) grad[co] += x[k] * g[co];
       }
+    }
+  }
+}
+
+// dweight [Cout, 1, 3, 3] and dbias [Cout] += the sum of `count` gradient
+// slots (each dWt [9, Cout] then the bias sum [Cout]), in slot order.
+template <typename T>
+void add_single_channel_slots(T* dweight, T* dbias, const T* slots, int count, int Cout) {
+  for (int n = 0; n < count; ++n) {
+    const T* grads = slots + size_t(n) * 10 * Cout;
+    for (int co = 0; co < Cout; ++co) {
+      if (dweight)
+        for (int k = 0; k < 9; ++k) dweight[int64_t(co) * 9 + k] += grads[int64_t(k) * Cout + co];
+      if (dbias) dbias[co] += grads[int64_t(9) * Cout + co];
     }
   }
 }
@@ -201,22 +216,16 @@ void single_channel_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
   transpose_single_channel_weight(wt.data(), weight, Cout);
   const bool sums = dweight || dbias;
   // Per image: dWt [9, Cout] then the bias sum [Cout].
-  const size_t slot = size_t(10) * Cout;
-  std::vector<T> image_grads(sums ? size_t(B) * slot : 0);
+  std::vector<T> image_grads(sums ? size_t(B) * 10 * Cout : 0, T(0));
 #pragma omp parallel for schedule(static) if (s.multiply_adds() >= kParallelMinMultiplyAdds)
   for (int b = 0; b < B; ++b) {
-    T* grads = image_grads.data() + size_t(b) * slot;
-    if (sums) single_channel_weight_grad_image(grads, dout, inp, s, b);
+    if (sums) {
+      single_channel_weight_grad_rows(image_grads.data() + size_t(b) * 10 * Cout,
+                                      dout + int64_t(b) * s.Ho * s.Wo * Cout, inp, s, b, 0, s.Ho);
+    }
     if (dinp) single_channel_input_grad_image(dinp, dout, wt.data(), s, b);
   }
-  for (int b = 0; b < B && sums; ++b) {
-    const T* grads = image_grads.data() + size_t(b) * slot;
-    for (int co = 0; co < Cout; ++co) {
-      if (dweight)
-        for (int k = 0; k < 9; ++k) dweight[int64_t(co) * 9 + k] += grads[int64_t(k) * Cout + co];
-      if (dbias) dbias[co] += grads[int64_t(9) * Cout + co];
-    }
-  }
+  if (sums) add_single_channel_slots(dweight, dbias, image_grads.data(), B, Cout);
 }
 
 }  // namespace
@@ -313,7 +322,8 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
             // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
             blas_gemm<T>(false, false, rows, K, Cout, T(1), dout_chunk, Cout, wr.data(), K, T(0),
                          dcol.data(), K);
-            col2im_add(dinp, dcol.data(), s, chunk);
+            col2im_add(dinp + (int64_t(chunk.b) * H + 2 * chunk.first_line) * W * Cin, dcol.data(),
+                       s, chunk);
           }
         }
       }  // implicit barrier: phase 0 finishes before phase 1 starts
@@ -328,6 +338,46 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
   }
 }
 
+template <typename T>
+void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
+                                         const T* x, const T* weight2, int B, int H, int W, int C) {
+  const ConvShape first = make_shape(B, 1, H, W, C);
+  const ConvShape second = make_shape(B, C, first.Ho, first.Wo, C);
+  const int K = second.K();
+  std::vector<T> wr(size_t(C) * K);
+  reorder_weight(wr.data(), weight2, C, C);
+  const int chunks = second.chunks_per_image();
+  // Per chunk: the first convolution's dWt [9, C] then its bias sum [C].
+  const size_t slot = size_t(10) * C;
+  std::vector<T> chunk_grads(size_t(B) * chunks * slot, T(0));
+  const size_t a1_row = size_t(second.W) * C;
+#pragma omp parallel if (second.multiply_adds() >= kParallelMinMultiplyAdds)
+  {
+    std::vector<T> dcol(size_t(second.lines_per_chunk()) * second.Wo * K);
+    std::vector<T> strip(size_t(2 * second.lines_per_chunk() + 1) * a1_row);
+#pragma omp for schedule(static) collapse(2)
+    for (int b = 0; b < B; ++b) {
+      for (int c = 0; c < chunks; ++c) {
+        const Chunk chunk = make_chunk(second, b, c);
+        // The chunk's patches read a1 rows [first_row, first_row + strip_rows).
+        const int first_row = 2 * chunk.first_line, strip_rows = 2 * chunk.lines + 1;
+        const size_t strip_size = size_t(strip_rows) * a1_row;
+        // dcol [rows, K] = dout2_chunk [rows, C] Wr2 [C, K]
+        blas_gemm<T>(false, false, chunk.rows(second), K, C, T(1),
+                     dout2 + chunk.first_row(second) * C, C, wr.data(), K, T(0), dcol.data(), K);
+        std::fill(strip.begin(), strip.begin() + int64_t(strip_size), T(0));
+        col2im_add(strip.data(), dcol.data(), second, chunk);
+        // Through the ReLU: a1 = relu(z) is positive exactly where z is.
+        cpu_relu_backward(strip.data(), strip.data(),
+                          a1 + (int64_t(b) * second.H + first_row) * a1_row, strip_size);
+        single_channel_weight_grad_rows(chunk_grads.data() + (size_t(b) * chunks + c) * slot,
+                                        strip.data(), x, first, b, first_row, strip_rows);
+      }
+    }
+  }
+  add_single_channel_slots(dweight0, dbias0, chunk_grads.data(), B * chunks, C);
+}
+
 template void cpu_conv2d_forward<float>(float*, const float*, const float*, const float*, int, int,
                                         int, int, int, bool);
 template void cpu_conv2d_forward<double>(double*, const double*, const double*, const double*, int,
@@ -336,5 +386,12 @@ template void cpu_conv2d_backward<float>(float*, float*, float*, const float*, c
                                          const float*, int, int, int, int, int);
 template void cpu_conv2d_backward<double>(double*, double*, double*, const double*, const double*,
                                           const double*, int, int, int, int, int);
+
+template void cpu_subsampling_first_conv_backward<float>(float*, float*, const float*, const float*,
+                                                         const float*, const float*, int, int, int,
+                                                         int);
+template void cpu_subsampling_first_conv_backward<double>(double*, double*, const double*,
+                                                          const double*, const double*,
+                                                          const double*, int, int, int, int);
 
 }  // namespace mpiasr

@@ -37,4 +37,20 @@ template <typename T>
 void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
                          const T* weight, int B, int Cin, int H, int W, int Cout);
 
+// The first subsampling convolution's weight and bias gradients through the
+// second convolution and the ReLU between them, for
+//   a1 = relu(conv2d(x, W0, b0)), x [B, H, W, 1], a1 [B, H1, W1, C],
+//   a2 = conv2d(a1, W2, .) [B, H2, W2, C] with output gradient dout2:
+//   da1 = [a1 > 0] conv2d_backward_input(dout2, W2)
+//   dweight0 += the weight gradient of da1 over x; dbias0 += sum da1.
+// da1 (as large as a1, Cout times the input) is never stored: each chunk of
+// the second convolution's output lines scatters its input gradient into the
+// strip of a1 rows it reads, applies the ReLU mask there, and adds the strip's
+// contribution to the first layer's gradients in a slot of its own; the slots
+// are summed in order (the same result on any thread count). Rows shared by
+// two chunks receive each chunk's part separately, which sums to the same.
+template <typename T>
+void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
+                                         const T* x, const T* weight2, int B, int H, int W, int C);
+
 }  // namespace mpiasr

@@ -146,6 +146,14 @@ void CpuBackend<T>::conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout
   cpu_conv2d_backward(dinp, dweight, dbias, dout, inp, weight, B, Cin, H, W, Cout);
 }
 
+template <typename T>
+void CpuBackend<T>::subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
+                                                    const T* a1, const T* x, const T* weight2,
+                                                    int B, int H, int W, int C, T*) {
+  use_threads();
+  cpu_subsampling_first_conv_backward(dweight0, dbias0, dout2, a1, x, weight2, B, H, W, C);
+}
+
 // ---- normalization ----------------------------------------------------------
 
 template <typename T>

@@ -50,6 +50,9 @@ class CpuBackend : public Backend<T, T> {
                       int W, int Cout, bool relu) override;
   void conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp, const T* weight,
                        int B, int Cin, int H, int W, int Cout) override;
+  void subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
+                                       const T* x, const T* weight2, int B, int H, int W, int C,
+                                       T* da1_scratch) override;
 
   void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                          int N, int C, float eps) override;

@@ -186,8 +186,11 @@ void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
   }
   if (!dinp && !dweight) return;
   const int chunk_images = scratch.images_per_chunk;
-  MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
-                scratch.weight_rows, weight, Cout, Cin);
+  // Only the input gradient reads the weight.
+  if (dinp) {
+    MPIASR_LAUNCH(weight_rows_kernel<T>, grid_for(size_t(Cout) * K), kThreads, 0, stream,
+                  scratch.weight_rows, weight, Cout, Cin);
+  }
   if (dweight) {
     zero_async(scratch.dweight_rows, sizeof(float) * size_t(Cout) * K, stream);
   }

@@ -324,6 +324,18 @@ void CudaBackend<Act>::conv2d_backward(Act* dinp, float* dweight, float* dbias, 
   cuda_conv2d_backward(gemm_, dinp, dweight, dbias, dout, inp, weight, B, Cin, H, W, Cout, scratch);
 }
 
+// da1 whole in da1_scratch, then the ReLU, then the first layer's gradients.
+template <typename Act>
+void CudaBackend<Act>::subsampling_first_conv_backward(float* dweight0, float* dbias0,
+                                                       const Act* dout2, const Act* a1,
+                                                       const Act* x, const Act* weight2, int B,
+                                                       int H, int W, int C, Act* da1_scratch) {
+  const int H1 = (H - 3) / 2 + 1, W1 = (W - 3) / 2 + 1;
+  conv2d_backward(da1_scratch, nullptr, nullptr, dout2, a1, weight2, B, C, H1, W1, C);
+  relu_backward(da1_scratch, da1_scratch, a1, size_t(B) * H1 * W1 * C);
+  conv2d_backward(nullptr, dweight0, dbias0, da1_scratch, x, nullptr, B, 1, H, W, C);
+}
+
 // ---- normalization ----------------------------------------------------------
 
 template <typename Act>

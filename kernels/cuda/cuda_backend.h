@@ -108,6 +108,9 @@ class CudaBackend : public Backend<Act, float> {
                       int H, int W, int Cout, bool relu) override;
   void conv2d_backward(Act* dinp, float* dweight, float* dbias, const Act* dout, const Act* inp,
                        const Act* weight, int B, int Cin, int H, int W, int Cout) override;
+  void subsampling_first_conv_backward(float* dweight0, float* dbias0, const Act* dout2,
+                                       const Act* a1, const Act* x, const Act* weight2, int B,
+                                       int H, int W, int C, Act* da1_scratch) override;
 
   void layernorm_forward(Act* out, float* mean, float* rstd, const Act* inp, const Act* weight,
                          const Act* bias, int N, int C, float eps) override;

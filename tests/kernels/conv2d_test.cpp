@@ -151,6 +151,47 @@ INSTANTIATE_TEST_SUITE_P(Shapes, Conv2dLargeBackward,
                          ::testing::Values(ConvCase{2, 32, 201, 41, 8},    // three chunks per image
                                            ConvCase{4, 1, 200, 80, 16}));  // one input channel
 
+// The first subsampling convolution's gradients through the second one and the
+// ReLU, never forming da1, against the three steps it replaces (input gradient
+// of the second convolution, ReLU backward, weight gradient of the first), on a
+// shape with two chunks per image; the same bits on one and two threads.
+TEST(Conv2d, SubsamplingFirstConvBackwardMatchesTheStepsItFuses) {
+  const int B = 2, H = 403, W = 41, C = 64;
+  const int H1 = conv2d_out_size(H), W1 = conv2d_out_size(W);
+  const int H2 = conv2d_out_size(H1), W2 = conv2d_out_size(W1);
+  std::mt19937_64 rng(25);
+  const auto x = random_vector(size_t(B) * H * W, rng);
+  const auto w0 = random_vector(size_t(C) * 9, rng), b0 = random_vector(C, rng);
+  const auto w2 = random_vector(size_t(C) * C * 9, rng);
+  const auto dout2 = random_vector(size_t(B) * H2 * W2 * C, rng);
+  CpuBackend<double> one(1);
+  std::vector<double> a1(size_t(B) * H1 * W1 * C);
+  one.conv2d_forward(a1.data(), x.data(), w0.data(), b0.data(), B, 1, H, W, C, true);
+  ASSERT_GT(std::count(a1.begin(), a1.end(), 0.0), int64_t(a1.size() / 4)) << "the mask matters";
+  // The steps, with da1 formed whole.
+  const auto dw0_start = random_vector(w0.size(), rng), db0_start = random_vector(C, rng);
+  std::vector<double> da1(a1.size());
+  auto dw0_expected = dw0_start, db0_expected = db0_start;
+  one.conv2d_backward(da1.data(), nullptr, nullptr, dout2.data(), a1.data(), w2.data(), B, C, H1,
+                      W1, C);
+  one.relu_backward(da1.data(), da1.data(), a1.data(), da1.size());
+  one.conv2d_backward(nullptr, dw0_expected.data(), db0_expected.data(), da1.data(), x.data(),
+                      w0.data(), B, 1, H, W, C);
+  auto dw0 = dw0_start, db0 = db0_start;
+  one.subsampling_first_conv_backward(dw0.data(), db0.data(), dout2.data(), a1.data(), x.data(),
+                                      w2.data(), B, H, W, C, nullptr);
+  EXPECT_LT(relative_error(testing::minus(dw0, dw0_start), testing::minus(dw0_expected, dw0_start)),
+            1e-12);
+  EXPECT_LT(relative_error(testing::minus(db0, db0_start), testing::minus(db0_expected, db0_start)),
+            1e-12);
+  CpuBackend<double> two(2);
+  auto dw0_two = dw0_start, db0_two = db0_start;
+  two.subsampling_first_conv_backward(dw0_two.data(), db0_two.data(), dout2.data(), a1.data(),
+                                      x.data(), w2.data(), B, H, W, C, nullptr);
+  EXPECT_EQ(dw0_two, dw0);
+  EXPECT_EQ(db0_two, db0);
+}
+
 TEST(Conv2d, FloatMatchesDouble) {
   const ConvCase c{2, 32, 41, 21, 32};
   std::mt19937_64 rng(24);
