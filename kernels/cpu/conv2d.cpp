@@ -93,10 +93,16 @@ void im2col(T* col, const T* inp, const ConvShape& s, const Chunk& chunk) {
   }
 }
 
-// rows += col2im(dcol) for a chunk, where rows is input row 2 first_line of
-// the chunk's image (the first row its patches read).
+// The input gradient of a chunk, added to rows (input row 2 first_line of the
+// chunk's image, the first row its patches read):
+//   dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K], rows += col2im(dcol)
+// dout is the whole output gradient; dcol is room for the chunk's.
 template <typename T>
-void col2im_add(T* rows, const T* dcol, const ConvShape& s, const Chunk& chunk) {
+void add_chunk_input_grad(T* rows, T* dcol, const T* dout, const T* wr, const ConvShape& s,
+                          const Chunk& chunk) {
+  const int K = s.K();
+  blas_gemm<T>(false, false, chunk.rows(s), K, s.Cout, T(1), dout + chunk.first_row(s) * s.Cout,
+               s.Cout, wr, K, T(0), dcol, K);
   const int span = 3 * s.Cin;
   const T* src = dcol;
   for (int i = 0; i < chunk.lines; ++i) {
@@ -319,11 +325,8 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
                          my_dwr, K);
           }
           if (dinp) {
-            // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
-            blas_gemm<T>(false, false, rows, K, Cout, T(1), dout_chunk, Cout, wr.data(), K, T(0),
-                         dcol.data(), K);
-            col2im_add(dinp + (int64_t(chunk.b) * H + 2 * chunk.first_line) * W * Cin, dcol.data(),
-                       s, chunk);
+            add_chunk_input_grad(dinp + (int64_t(chunk.b) * H + 2 * chunk.first_line) * W * Cin,
+                                 dcol.data(), dout, wr.data(), s, chunk);
           }
         }
       }  // implicit barrier: phase 0 finishes before phase 1 starts
@@ -362,11 +365,8 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
         // The chunk's patches read a1 rows [first_row, first_row + strip_rows).
         const int first_row = 2 * chunk.first_line, strip_rows = 2 * chunk.lines + 1;
         const size_t strip_size = size_t(strip_rows) * a1_row;
-        // dcol [rows, K] = dout2_chunk [rows, C] Wr2 [C, K]
-        blas_gemm<T>(false, false, chunk.rows(second), K, C, T(1),
-                     dout2 + chunk.first_row(second) * C, C, wr.data(), K, T(0), dcol.data(), K);
         std::fill(strip.begin(), strip.begin() + int64_t(strip_size), T(0));
-        col2im_add(strip.data(), dcol.data(), second, chunk);
+        add_chunk_input_grad(strip.data(), dcol.data(), dout2, wr.data(), second, chunk);
         // Through the ReLU: a1 = relu(z) is positive exactly where z is.
         cpu_relu_backward(strip.data(), strip.data(),
                           a1 + (int64_t(b) * second.H + first_row) * a1_row, strip_size);
