@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/adamw.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 
@@ -339,6 +340,23 @@ void BM_log_softmax_forward(benchmark::State& state) {
   set_bytes(state, 2.0 * N * V * sizeof(float));
 }
 
+// ---- AdamW (the `small` model's 3.5 M parameters, fp32 weights, no compute copy) ----
+
+void BM_adamw_step(benchmark::State& state) {
+  const size_t n = 3'533'730;
+  omp_set_num_threads(threads(state));
+  auto w = random_floats(n, 1), m = random_floats(n, 3), v = random_floats(n, 4);
+  for (float& e : v) e *= e;
+  const auto g = random_floats(n, 2);
+  const AdamWCoefficients<float> c{1e-3f, 0.9f, 0.98f, 1e-9f, 1e-3f, 1.0f, 0.1f, 0.02f};
+  for (auto _ : state) {
+    cpu_adamw_step(w.data(), static_cast<float*>(nullptr), g.data(), m.data(), v.data(), n, c);
+    benchmark::DoNotOptimize(w.data());
+  }
+  // w, m and v read and written, g read.
+  set_bytes(state, 7.0 * n * sizeof(float));
+}
+
 void thread_args(benchmark::internal::Benchmark* b) {
   b->Arg(1)->Arg(2);
 }
@@ -390,6 +408,7 @@ BENCHMARK(BM_glu_depthwise_conv1d_backward)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
 BENCHMARK(BM_log_softmax_forward)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_adamw_step)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace mpiasr

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -13,8 +14,8 @@ constexpr size_t kParallelMin = size_t(1) << 15;
 }  // namespace
 
 template <typename Real>
-void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v, size_t n,
-                    const AdamWCoefficients<Real>& c) {
+MPIASR_SIMD_CLONES void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v,
+                                       size_t n, const AdamWCoefficients<Real>& c) {
   const bool copy = w_act && w_act != w;
 #pragma omp parallel for schedule(static) if (n >= kParallelMin)
   for (size_t i = 0; i < n; ++i) {
