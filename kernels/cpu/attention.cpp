@@ -123,8 +123,8 @@ void check_lengths(const int32_t* lengths, int B, int T_) {
 }  // namespace
 
 template <typename T>
-void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths, int B, int T_,
-                           int H, int Dh, T scale) {
+MPIASR_SIMD_CLONES void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths,
+                                              int B, int T_, int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
@@ -159,8 +159,9 @@ void cpu_attention_forward(T* out, T* lse, const T* qkv, const int32_t* lengths,
 }
 
 template <typename T>
-void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse, const T* qkv,
-                            const int32_t* lengths, int B, int T_, int H, int Dh, T scale) {
+MPIASR_SIMD_CLONES void cpu_attention_backward(T* dqkv, const T* dout, const T* out, const T* lse,
+                                               const T* qkv, const int32_t* lengths, int B, int T_,
+                                               int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
 #pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))

@@ -98,8 +98,8 @@ void im2col(T* col, const T* inp, const ConvShape& s, const Chunk& chunk) {
 //   dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K], rows += col2im(dcol)
 // dout is the whole output gradient; dcol is room for the chunk's.
 template <typename T>
-void add_chunk_input_grad(T* rows, T* dcol, const T* dout, const T* wr, const ConvShape& s,
-                          const Chunk& chunk) {
+MPIASR_SIMD_CLONES void add_chunk_input_grad(T* rows, T* dcol, const T* dout, const T* wr,
+                                             const ConvShape& s, const Chunk& chunk) {
   const int K = s.K();
   blas_gemm<T>(false, false, chunk.rows(s), K, s.Cout, T(1), dout + chunk.first_row(s) * s.Cout,
                s.Cout, wr, K, T(0), dcol, K);
@@ -154,12 +154,16 @@ MPIASR_SIMD_CLONES void single_channel_forward_line(T* __restrict y, const T* in
 // Adds the weight and bias gradients of output rows [first_row, first_row +
 // rows) of image b for Cin = 1, directly: each pixel adds x_k g[p] to row k of
 // dWt [9, Cout] (k = 3 kh + kw) and g[p] to row 9, the bias sum. g holds the
-// output gradient of those rows, [rows, Wo, Cout].
+// gradient of those rows, [rows, Wo, Cout]: the output's, or with relu_out
+// (the layer's ReLU output, the same rows) the ReLU's output's, masked here
+// pixel by pixel while it is in cache.
 template <typename T>
 MPIASR_SIMD_CLONES void single_channel_weight_grad_rows(T* __restrict grads, const T* g,
-                                                        const T* inp, const ConvShape& s, int b,
-                                                        int first_row, int rows) {
+                                                        const T* relu_out, const T* inp,
+                                                        const ConvShape& s, int b, int first_row,
+                                                        int rows) {
   const int Cout = s.Cout;
+  std::vector<T> masked(relu_out ? Cout : 0);
   for (int i = first_row; i < first_row + rows; ++i) {
     for (int j = 0; j < s.Wo; ++j, g += Cout) {
       T x[10];
@@ -168,9 +172,15 @@ MPIASR_SIMD_CLONES void single_channel_weight_grad_rows(T* __restrict grads, con
         for (int kw = 0; kw < 3; ++kw) x[3 * kh + kw] = row[kw];
       }
       x[9] = T(1);
+      const T* gp = g;
+      if (relu_out) {
+        for (int co = 0; co < Cout; ++co) masked[co] = relu_grad(relu_out[co], g[co]);
+        relu_out += Cout;
+        gp = masked.data();
+      }
       for (int k = 0; k < 10; ++k) {
         T* grad = grads + int64_t(k) * Cout;
-        for (int co = 0; co < Cout; ++co) grad[co] += x[k] * g[co];
+        for (int co = 0; co < Cout; ++co) grad[co] += x[k] * gp[co];
       }
     }
   }
@@ -227,7 +237,8 @@ void single_channel_backward(T* dinp, T* dweight, T* dbias, const T* dout, const
   for (int b = 0; b < B; ++b) {
     if (sums) {
       single_channel_weight_grad_rows(image_grads.data() + size_t(b) * 10 * Cout,
-                                      dout + int64_t(b) * s.Ho * s.Wo * Cout, inp, s, b, 0, s.Ho);
+                                      dout + int64_t(b) * s.Ho * s.Wo * Cout,
+                                      static_cast<const T*>(nullptr), inp, s, b, 0, s.Ho);
     }
     if (dinp) single_channel_input_grad_image(dinp, dout, wt.data(), s, b);
   }
@@ -367,11 +378,11 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
         const size_t strip_size = size_t(strip_rows) * a1_row;
         std::fill(strip.begin(), strip.begin() + int64_t(strip_size), T(0));
         add_chunk_input_grad(strip.data(), dcol.data(), dout2, wr.data(), second, chunk);
-        // Through the ReLU: a1 = relu(z) is positive exactly where z is.
-        cpu_relu_backward(strip.data(), strip.data(),
-                          a1 + (int64_t(b) * second.H + first_row) * a1_row, strip_size);
-        single_channel_weight_grad_rows(chunk_grads.data() + (size_t(b) * chunks + c) * slot,
-                                        strip.data(), x, first, b, first_row, strip_rows);
+        // Through the ReLU (a1 = relu(z) is positive exactly where z is) to
+        // conv.0's gradients.
+        single_channel_weight_grad_rows(
+            chunk_grads.data() + (size_t(b) * chunks + c) * slot, strip.data(),
+            a1 + (int64_t(b) * second.H + first_row) * a1_row, x, first, b, first_row, strip_rows);
       }
     }
   }
