@@ -156,33 +156,57 @@ MPIASR_SIMD_CLONES void single_channel_forward_line(T* __restrict y, const T* in
 // dWt [9, Cout] (k = 3 kh + kw) and g[p] to row 9, the bias sum. g holds the
 // gradient of those rows, [rows, Wo, Cout]: the output's, or with relu_out
 // (the layer's ReLU output, the same rows) the ReLU's output's, masked here
-// pixel by pixel while it is in cache.
+// pixel by pixel while it is in cache. Four pixels of a line go in at once,
+// so each dWt value is loaded and stored once per four products; a line's
+// last Wo % 4 pixels go one at a time.
 template <typename T>
 MPIASR_SIMD_CLONES void single_channel_weight_grad_rows(T* __restrict grads, const T* g,
                                                         const T* relu_out, const T* inp,
                                                         const ConvShape& s, int b, int first_row,
                                                         int rows) {
+  constexpr int kPixels = 4;
   const int Cout = s.Cout;
-  std::vector<T> masked(relu_out ? Cout : 0);
+  std::vector<T> masked(relu_out ? size_t(kPixels) * Cout : 0);
+  // The nine inputs and the 1 (bias) of pixel j, and its gradient (masked
+  // into slot `slot` of `masked` with relu_out).
+  const auto pixel = [&](int i, int j, int slot, T* x) -> const T* {
+    for (int kh = 0; kh < 3; ++kh) {
+      const T* row = patch_row(inp, s, b, i, j, kh);
+      for (int kw = 0; kw < 3; ++kw) x[3 * kh + kw] = row[kw];
+    }
+    x[9] = T(1);
+    const T* gp = g + int64_t(j) * Cout;
+    if (!relu_out) return gp;
+    const T* y = relu_out + int64_t(j) * Cout;
+    T* out = masked.data() + int64_t(slot) * Cout;
+    for (int co = 0; co < Cout; ++co) out[co] = relu_grad(y[co], gp[co]);
+    return out;
+  };
   for (int i = first_row; i < first_row + rows; ++i) {
-    for (int j = 0; j < s.Wo; ++j, g += Cout) {
+    int j = 0;
+    for (; j + kPixels <= s.Wo; j += kPixels) {
+      T x0[10], x1[10], x2[10], x3[10];
+      const T* g0 = pixel(i, j, 0, x0);
+      const T* g1 = pixel(i, j + 1, 1, x1);
+      const T* g2 = pixel(i, j + 2, 2, x2);
+      const T* g3 = pixel(i, j + 3, 3, x3);
+      for (int k = 0; k < 10; ++k) {
+        T* grad = grads + int64_t(k) * Cout;
+        const T a0 = x0[k], a1 = x1[k], a2 = x2[k], a3 = x3[k];
+        for (int co = 0; co < Cout; ++co)
+          grad[co] += a0 * g0[co] + a1 * g1[co] + a2 * g2[co] + a3 * g3[co];
+      }
+    }
+    for (; j < s.Wo; ++j) {
       T x[10];
-      for (int kh = 0; kh < 3; ++kh) {
-        const T* row = patch_row(inp, s, b, i, j, kh);
-        for (int kw = 0; kw < 3; ++kw) x[3 * kh + kw] = row[kw];
-      }
-      x[9] = T(1);
-      const T* gp = g;
-      if (relu_out) {
-        for (int co = 0; co < Cout; ++co) masked[co] = relu_grad(relu_out[co], g[co]);
-        relu_out += Cout;
-        gp = masked.data();
-      }
+      const T* gp = pixel(i, j, 0, x);
       for (int k = 0; k < 10; ++k) {
         T* grad = grads + int64_t(k) * Cout;
         for (int co = 0; co < Cout; ++co) grad[co] += x[k] * gp[co];
       }
     }
+    g += int64_t(s.Wo) * Cout;
+    if (relu_out) relu_out += int64_t(s.Wo) * Cout;
   }
 }
 
