@@ -47,7 +47,13 @@ MPIASR_SIMD_CLONES void cpu_add_column_sums(T* sums, const T* x, int64_t M, int 
     const int per_thread = (N + threads - 1) / threads;
     const int begin = std::min(N, thread * per_thread);
     const int end = std::min(N, begin + per_thread);
-    for (int64_t m = 0; m < M; ++m) {
+    // Four rows at a time: each sum is loaded and stored once per four rows.
+    int64_t m = 0;
+    for (; m + 4 <= M; m += 4) {
+      const T *r0 = x + m * N, *r1 = r0 + N, *r2 = r1 + N, *r3 = r2 + N;
+      for (int n = begin; n < end; ++n) sums[n] += r0[n] + r1[n] + r2[n] + r3[n];
+    }
+    for (; m < M; ++m) {
       const T* row = x + m * N;
       for (int n = begin; n < end; ++n) sums[n] += row[n];
     }
