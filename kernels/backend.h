@@ -98,10 +98,14 @@ class Backend {
   // a2's gradient dout2, dweight0 += and dbias0 += the gradients of W0 and b0
   // through W2 and the ReLU (da1 = [a1 > 0] conv2d_backward_input(dout2, W2)).
   // da1_scratch [B, H1, W1, C] is room for da1 where a backend forms it whole
-  // (the CPU backend does not: kernels/cpu/conv2d.h).
+  // (subsampling_da1_scratch(); the CPU backend does not and takes null:
+  // kernels/cpu/conv2d.h).
   virtual void subsampling_first_conv_backward(Acc* dweight0, Acc* dbias0, const Act* dout2,
                                                const Act* a1, const Act* x, const Act* weight2,
                                                int B, int H, int W, int C, Act* da1_scratch) = 0;
+  // Whether subsampling_first_conv_backward needs its da1_scratch, which the
+  // model then plans in its activation memory.
+  virtual bool subsampling_da1_scratch() const = 0;
 
   // ---- normalization ------------------------------------------------------
   // LayerNorm over the last dimension C of x [N, C]; mean and rstd [N] saved.

@@ -137,6 +137,7 @@ class RooflineBackend final : public Backend<Act, Acc> {
     relu_backward(nullptr, nullptr, nullptr, size_t(B) * H1 * W1 * C);
     conv2d_backward(nullptr, dweight0, dbias0, nullptr, nullptr, nullptr, B, 1, H, W, C);
   }
+  bool subsampling_da1_scratch() const override { return true; }
 
   void layernorm_forward(Act*, Acc*, Acc*, const Act*, const Act*, const Act*, int N, int C,
                          float) override {

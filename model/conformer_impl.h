@@ -43,7 +43,8 @@ Conformer<Act, Acc>::Conformer(Backend<Act, Acc>& backend, const ConformerConfig
       params_(backend, parameter_multiple),
       arena_(backend),
       subsampling_(params_, arena_, "encoder.subsampling", config.n_mels,
-                   config.subsampling_channels, config.d_model, shapes) {
+                   config.subsampling_channels, config.d_model, shapes,
+                   backend.subsampling_da1_scratch()) {
   const int d = config.d_model;
   const size_t max_rows = shapes.rows();
   blocks_.reserve(size_t(config.n_layers));

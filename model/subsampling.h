@@ -23,9 +23,11 @@ namespace mpiasr {
 template <typename Act, typename Acc>
 class ConvSubsampling {
  public:
+  // da1_scratch: plan room for conv.0's output gradient, for a backend that
+  // forms it whole (Backend::subsampling_da1_scratch).
   ConvSubsampling(ParameterStore<Act, Acc>& params, ActivationArena<Act, Acc>& arena,
                   const std::string& name, int n_mels, int channels, int d_model,
-                  const BatchShapes& shapes);
+                  const BatchShapes& shapes, bool da1_scratch);
 
   // features: host float [B, input_frames, n_mels]; ctx describes the output
   // (ctx.frames = T2). Returns x [B, T2, d] in the arena.
@@ -42,6 +44,7 @@ class ConvSubsampling {
 
  private:
   int n_mels_, channels_, d_model_;
+  bool da1_scratch_;
   int conv0_weight_ = -1, conv0_bias_ = -1, conv2_weight_ = -1, conv2_bias_ = -1;
   Linear<Act, Acc> out_;
   ArenaSlot<Act> input_, a1_, a2_, output_, da1_, da2_;

@@ -11,8 +11,8 @@ template <typename Act, typename Acc>
 ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
                                            ActivationArena<Act, Acc>& arena,
                                            const std::string& name, int n_mels, int channels,
-                                           int d_model, const BatchShapes& shapes)
-    : n_mels_(n_mels), channels_(channels), d_model_(d_model) {
+                                           int d_model, const BatchShapes& shapes, bool da1_scratch)
+    : n_mels_(n_mels), channels_(channels), d_model_(d_model), da1_scratch_(da1_scratch) {
   const int C = channels;
   conv0_weight_ = params.add(name + ".conv.0.weight", {C, 1, 3, 3}, ParameterKind::kWeight, 9);
   conv0_bias_ = params.add(name + ".conv.0.bias", {C}, ParameterKind::kBias, 9);
@@ -27,7 +27,7 @@ ConvSubsampling<Act, Acc>::ConvSubsampling(ParameterStore<Act, Acc>& params,
   a1_ = arena.template reserve<Act>(BT1 * F1 * C);
   a2_ = arena.template reserve<Act>(BT2 * F2 * C);
   output_ = arena.template reserve<Act>(BT2 * d_model);
-  da1_ = arena.template reserve<Act>(BT1 * F1 * C);
+  if (da1_scratch) da1_ = arena.template reserve<Act>(BT1 * F1 * C);
   da2_ = arena.template reserve<Act>(BT2 * F2 * C);
 }
 
@@ -62,7 +62,6 @@ void ConvSubsampling<Act, Acc>::backward(
   const int T1 = (T - 1) / 2, F1 = (n_mels_ - 1) / 2, T2 = ctx.frames, F2 = (F1 - 1) / 2;
   const Act* a1 = ctx.arena.get(a1_);
   const Act* a2 = ctx.arena.get(a2_);
-  Act* da1 = ctx.arena.get(da1_);
   Act* da2 = ctx.arena.get(da2_);
   const auto ready = [&](int first, int last) {
     if (parameters_ready) parameters_ready(first, last);
@@ -78,7 +77,8 @@ void ConvSubsampling<Act, Acc>::backward(
   ready(conv2_weight_, conv2_bias_ + 1);
   be.subsampling_first_conv_backward(ctx.params.grad(conv0_weight_), ctx.params.grad(conv0_bias_),
                                      da2, a1, ctx.arena.get(input_),
-                                     ctx.params.weight(conv2_weight_), B, T, n_mels_, C, da1);
+                                     ctx.params.weight(conv2_weight_), B, T, n_mels_, C,
+                                     da1_scratch_ ? ctx.arena.get(da1_) : nullptr);
   ready(conv0_weight_, conv0_bias_ + 1);
 }
 

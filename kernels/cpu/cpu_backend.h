@@ -53,6 +53,7 @@ class CpuBackend : public Backend<T, T> {
   void subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
                                        const T* x, const T* weight2, int B, int H, int W, int C,
                                        T* da1_scratch) override;
+  bool subsampling_da1_scratch() const override { return false; }
 
   void layernorm_forward(T* out, T* mean, T* rstd, const T* inp, const T* weight, const T* bias,
                          int N, int C, float eps) override;

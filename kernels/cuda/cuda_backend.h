@@ -111,6 +111,7 @@ class CudaBackend : public Backend<Act, float> {
   void subsampling_first_conv_backward(float* dweight0, float* dbias0, const Act* dout2,
                                        const Act* a1, const Act* x, const Act* weight2, int B,
                                        int H, int W, int C, Act* da1_scratch) override;
+  bool subsampling_da1_scratch() const override { return true; }
 
   void layernorm_forward(Act* out, float* mean, float* rstd, const Act* inp, const Act* weight,
                          const Act* bias, int N, int C, float eps) override;

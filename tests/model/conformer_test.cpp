@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/roofline_backend.h"
 #include "tests/model/gradient_check.h"
 #include "tests/model/random_batch.h"
 
@@ -240,6 +241,22 @@ TEST_F(ConformerTest, RejectsBatchesItCannotRun) {
     EXPECT_NE(std::string(error.what()).find("target token 7 at position 1"), std::string::npos)
         << error.what();
   }
+}
+
+// conv.0's output gradient (B x T1 x F1 x C) is planned in the activation
+// memory only for a backend that forms it whole: the CPU computes it strip
+// by strip inside subsampling_first_conv_backward.
+TEST_F(ConformerTest, PlansConv0OutputGradientOnlyWhereTheBackendStoresIt) {
+  const ConformerConfig config = tiny_config();
+  const BatchShapes shapes({{3, 61}});
+  RooflineBackend<double, double> stores_da1(1e12, 1e12);
+  ASSERT_FALSE(backend_.subsampling_da1_scratch());
+  ASSERT_TRUE(stores_da1.subsampling_da1_scratch());
+  Conformer<double, double> cpu(backend_, config, shapes, 7);
+  Conformer<double, double> whole(stores_da1, config, shapes, 7);
+  const size_t F1 = size_t(config.n_mels - 1) / 2;
+  const size_t da1_bytes = shapes.conv1_rows() * F1 * config.subsampling_channels * sizeof(double);
+  EXPECT_EQ(whole.arena_bytes() - cpu.arena_bytes(), (da1_bytes + 255) / 256 * 256);
 }
 
 // A model planned for the shapes it will see (many short utterances, or one

@@ -170,7 +170,8 @@ TEST_F(LayerGradientTest, ConvSubsampling) {
   ASSERT_EQ(out_frames, 5);
   lengths_ = {out_frames, subsampled_frames(kInputFrames - 6)};
   ConvSubsampling<double, double> layer(params_, arena_, "sub", kMels, kChannels, kModel,
-                                        BatchShapes(kBatch, kInputFrames));
+                                        BatchShapes(kBatch, kInputFrames),
+                                        backend_.subsampling_da1_scratch());
   allocate();
   std::vector<float> features(size_t(kBatch) * kInputFrames * kMels);
   std::vector<double> values = random_values(features.size(), 11);
