@@ -45,10 +45,11 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 //   dweight0 += the weight gradient of da1 over x; dbias0 += sum da1.
 // da1 (as large as a1, Cout times the input) is never stored: each chunk of
 // the second convolution's output lines scatters its input gradient into the
-// strip of a1 rows it reads, applies the ReLU mask there, and adds the strip's
-// contribution to the first layer's gradients in a slot of its own; the slots
-// are summed in order (the same result on any thread count). Rows shared by
-// two chunks receive each chunk's part separately, which sums to the same.
+// strip of a1 rows it reads and adds the strip's contribution, masked by the
+// ReLU as it is read, to the first layer's gradients in a slot of its own;
+// the slots are summed in order (the same result on any thread count). Rows
+// shared by two chunks receive each chunk's part separately, which sums to
+// the same.
 template <typename T>
 void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
                                          const T* x, const T* weight2, int B, int H, int W, int C);
