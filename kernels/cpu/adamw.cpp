@@ -4,20 +4,17 @@
 
 #include <cmath>
 
+#include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
-namespace {
-// Below this many elements a parallel region costs more than it saves.
-constexpr size_t kParallelMin = size_t(1) << 15;
-}  // namespace
 
 template <typename Real>
 MPIASR_SIMD_CLONES void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real* m, Real* v,
                                        size_t n, const AdamWCoefficients<Real>& c) {
   const bool copy = w_act && w_act != w;
-#pragma omp parallel for schedule(static) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) {
     adamw_update(w[i], m[i], v[i], g[i], c);
     if (copy) w_act[i] = w[i];
@@ -27,7 +24,7 @@ MPIASR_SIMD_CLONES void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real
 template <typename Real>
 double cpu_sum_squares(const Real* g, size_t n) {
   double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) if (n >= kParallelMin)
+#pragma omp parallel for schedule(static) reduction(+ : sum) if (parallel_worth(int64_t(n)))
   for (size_t i = 0; i < n; ++i) sum += double(g[i]) * double(g[i]);
   return sum;
 }

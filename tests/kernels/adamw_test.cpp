@@ -119,7 +119,7 @@ TEST(AdamW, GradScaleUnscalesGradients) {
 // FMA: in double, then to float, which gives the float operation's result
 // (53 >= 2 x 24 + 2 bits, so rounding twice rounds correctly for +, x, /
 // and sqrt).
-float round_each_step(float& w, float& m, float& v, float g, const AdamWCoefficients<float>& c) {
+void round_each_step(float& w, float& m, float& v, float g, const AdamWCoefficients<float>& c) {
   const auto mul = [](float a, float b) { return float(double(a) * double(b)); };
   const auto add = [](float a, float b) { return float(double(a) + double(b)); };
   const auto sub = [](float a, float b) { return float(double(a) - double(b)); };
@@ -130,7 +130,6 @@ float round_each_step(float& w, float& m, float& v, float g, const AdamWCoeffici
   const float m_hat = div(m, c.bias_correction1), v_hat = div(v, c.bias_correction2);
   const float root = float(std::sqrt(double(v_hat)));
   w = sub(w, mul(c.lr, add(div(m_hat, add(root, c.eps)), mul(c.weight_decay, w))));
-  return w;
 }
 
 // The float update gives the same bits on every x86-64 CPU, whichever
