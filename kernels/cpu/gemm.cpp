@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <initializer_list>
 
 #include "kernels/cpu/parallel.h"
@@ -77,6 +78,12 @@ std::string blas_description() {
   std::string config = openblas_get_config();
   while (!config.empty() && config.back() == ' ') config.pop_back();
   return config + ", core " + openblas_core();
+}
+
+std::chrono::nanoseconds openblas_worker_poll_time() {
+  const char* timeout = std::getenv("OPENBLAS_THREAD_TIMEOUT");
+  const int n = std::clamp(timeout ? std::atoi(timeout) : 28, 4, 30);
+  return std::chrono::nanoseconds(int64_t(1) << n);
 }
 
 template <typename T>

@@ -9,6 +9,7 @@
 // N > M) and the panels run in parallel.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -35,6 +36,13 @@ std::string openblas_core_for(const std::string& chosen_core, const CpuVectorFea
 std::string openblas_core_to_request();
 // The core OpenBLAS runs on ("Haswell", "Prescott", ...).
 std::string openblas_core();
+
+// How long OpenBLAS's own worker threads poll (sched_yield) for the next job
+// before they sleep: 2^N TSC ticks, N = OPENBLAS_THREAD_TIMEOUT (4..30,
+// default 28), given as 2^N ns, which covers a TSC of 1 GHz or more. The
+// backend never starts them; a benchmark that times OpenBLAS's own threading
+// waits this long afterwards, so that what it times next has the cores.
+std::chrono::nanoseconds openblas_worker_poll_time();
 
 // One cblas_?gemm call on the calling thread (for use inside parallel regions).
 template <typename T>
