@@ -343,7 +343,7 @@ void BM_log_softmax_forward(benchmark::State& state) {
   set_bytes(state, 2.0 * N * V * sizeof(float));
 }
 
-// ---- AdamW (the `small` model's 3.5 M parameters, fp32 weights, no compute copy) ----
+// ---- AdamW and the sum of squares (the `small` model's 3.5 M parameters, fp32, no copy) ----
 
 void BM_adamw_step(benchmark::State& state) {
   const size_t n = 3'533'730;
@@ -358,6 +358,15 @@ void BM_adamw_step(benchmark::State& state) {
   }
   // w, m and v read and written, g read.
   set_bytes(state, 7.0 * n * sizeof(float));
+}
+
+// The global norm's sum of squares over the same gradient.
+void BM_sum_squares(benchmark::State& state) {
+  const size_t n = 3'533'730;
+  omp_set_num_threads(threads(state));
+  const auto g = random_floats(n, 2);
+  for (auto _ : state) benchmark::DoNotOptimize(cpu_sum_squares(g.data(), n));
+  set_bytes(state, double(n) * sizeof(float));
 }
 
 void thread_args(benchmark::internal::Benchmark* b) {
@@ -412,6 +421,7 @@ BENCHMARK(BM_glu_depthwise_conv1d_backward)
     ->UseRealTime();
 BENCHMARK(BM_log_softmax_forward)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_adamw_step)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_sum_squares)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 }  // namespace
 }  // namespace mpiasr

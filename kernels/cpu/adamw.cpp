@@ -1,8 +1,9 @@
-// AdamW, sum of squares and the non-finite check on the CPU, parallel over
-// elements (OpenMP).
+// AdamW and the sum of squares on the CPU, parallel over elements (OpenMP).
 #include "kernels/cpu/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
@@ -21,11 +22,37 @@ MPIASR_SIMD_CLONES void cpu_adamw_step(Real* w, Real* w_act, const Real* g, Real
   }
 }
 
+namespace {
+
+// Squares of g[0, n) (n <= kSumBlock) in kSumLanes lanes, lane j taking
+// elements j, j + kSumLanes, ..., then the lanes added pairwise.
+template <typename Real>
+MPIASR_SIMD_CLONES double block_sum_squares(const Real* g, size_t n) {
+  double lane[kSumLanes] = {};
+  size_t i = 0;
+  for (; i + kSumLanes <= n; i += kSumLanes) {
+    for (size_t j = 0; j < kSumLanes; ++j) lane[j] += double(g[i + j]) * double(g[i + j]);
+  }
+  for (; i < n; ++i) lane[i % kSumLanes] += double(g[i]) * double(g[i]);
+  for (size_t width = kSumLanes / 2; width > 0; width /= 2) {
+    for (size_t j = 0; j < width; ++j) lane[j] += lane[j + width];
+  }
+  return lane[0];
+}
+
+}  // namespace
+
 template <typename Real>
 double cpu_sum_squares(const Real* g, size_t n) {
+  const size_t blocks = (n + kSumBlock - 1) / kSumBlock;
+  std::vector<double> block_sums(blocks);
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
+  for (size_t b = 0; b < blocks; ++b) {
+    const size_t begin = b * kSumBlock;
+    block_sums[b] = block_sum_squares(g + begin, std::min(kSumBlock, n - begin));
+  }
   double sum = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum) if (parallel_worth(int64_t(n)))
-  for (size_t i = 0; i < n; ++i) sum += double(g[i]) * double(g[i]);
+  for (const double block_sum : block_sums) sum += block_sum;
   return sum;
 }
 

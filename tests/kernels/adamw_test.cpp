@@ -7,7 +7,9 @@
 #include "kernels/cpu/adamw.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -174,6 +176,45 @@ TEST(SumSquares, AccumulatesInDouble) {
   std::vector<float> g(n, 0.1f);
   const double expected = double(n) * double(0.1f) * double(0.1f);
   EXPECT_NEAR(cpu_sum_squares<float>(g.data(), n), expected, 1e-9 * expected);
+}
+
+// The documented order (adamw.h), written out one scalar addition at a time.
+double sum_squares_in_documented_order(const std::vector<float>& g) {
+  double sum = 0.0;
+  for (size_t begin = 0; begin < g.size(); begin += kSumBlock) {
+    const size_t end = std::min(g.size(), begin + kSumBlock);
+    double lane[kSumLanes] = {};
+    for (size_t i = begin; i < end; ++i) {
+      const double square = double(g[i]) * double(g[i]);
+      lane[(i - begin) % kSumLanes] += square;
+    }
+    for (size_t width = kSumLanes / 2; width > 0; width /= 2) {
+      for (size_t j = 0; j < width; ++j) lane[j] += lane[j + width];
+    }
+    sum += lane[0];
+  }
+  return sum;
+}
+
+TEST(SumSquares, SameBitsForAnyThreadCountInTheDocumentedOrder) {
+  // A gradient-sized tensor with a tail that fills neither a block nor a lane
+  // row; values over 8 binades, so a different order shows in the low bits.
+  const size_t n = 3 * kSumBlock * 41 + 13;
+  std::vector<float> g(n);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> mantissa(-1.0f, 1.0f);
+  std::uniform_int_distribution<int> exponent(-4, 4);
+  for (float& x : g) x = std::ldexp(mantissa(rng), exponent(rng));
+  const double expected = sum_squares_in_documented_order(g);
+  const int threads_before = omp_get_max_threads();
+  for (const int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    EXPECT_EQ(cpu_sum_squares<float>(g.data(), n), expected) << threads << " threads";
+  }
+  omp_set_num_threads(threads_before);
+  long double sequential = 0.0L;
+  for (const float x : g) sequential += (long double)x * x;
+  EXPECT_NEAR(expected, double(sequential), 1e-13 * double(sequential));
 }
 
 }  // namespace
