@@ -2,8 +2,6 @@
 // contiguous (see depthwise_conv1d.h).
 #include "kernels/cpu/depthwise_conv1d.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <vector>
 
@@ -91,10 +89,7 @@ MPIASR_SIMD_CLONES void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* db
   if (!dweight && !dbias) return;
 #pragma omp parallel if (parallel_worth(int64_t(B) * T_ * C * K))
   {
-    const int threads = omp_get_num_threads();
-    const int per_thread = (C + threads - 1) / threads;
-    const int c_begin = std::min(C, omp_get_thread_num() * per_thread);
-    const int c_end = std::min(C, c_begin + per_thread);
+    const auto [c_begin, c_end] = thread_columns<T>(C);
     std::vector<T> dwt(size_t(K) * C, T(0));  // [K, C], this thread's channels only
     for (int b = 0; b < B; ++b) {
       const int valid = lengths[b];

@@ -1,9 +1,6 @@
 // LayerNorm forward and backward, two-pass statistics (see layernorm.h).
 #include "kernels/cpu/layernorm.h"
 
-#include <omp.h>
-
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -45,10 +42,7 @@ MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, co
   if (dweight || dbias) {
 #pragma omp parallel if (parallel_worth(int64_t(N) * C))
     {
-      const int threads = omp_get_num_threads();
-      const int per_thread = (C + threads - 1) / threads;
-      const int begin = std::min(C, omp_get_thread_num() * per_thread);
-      const int end = std::min(C, begin + per_thread);
+      const auto [begin, end] = thread_columns<T>(C);
       for (int n = 0; n < N; ++n) {
         const T* x = inp + int64_t(n) * C;
         const T* dy = dout + int64_t(n) * C;

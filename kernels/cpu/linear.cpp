@@ -1,9 +1,6 @@
 // Linear layer as GEMMs with the bias folded in (see linear.h).
 #include "kernels/cpu/linear.h"
 
-#include <omp.h>
-
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu/gemm.h"
@@ -42,11 +39,7 @@ MPIASR_SIMD_CLONES void cpu_add_column_sums(T* sums, const T* x, int64_t M, int 
   // sum order (and the result) does not depend on the thread count.
 #pragma omp parallel if (parallel_worth(M * N))
   {
-    const int threads = omp_get_num_threads();
-    const int thread = omp_get_thread_num();
-    const int per_thread = (N + threads - 1) / threads;
-    const int begin = std::min(N, thread * per_thread);
-    const int end = std::min(N, begin + per_thread);
+    const auto [begin, end] = thread_columns<T>(N);
     // Four rows at a time: each sum is loaded and stored once per four rows.
     int64_t m = 0;
     for (; m + 4 <= M; m += 4) {

@@ -1,6 +1,7 @@
 // CpuBackend as the model sees it, through the Backend interface: memory
 // operations, thread count, and the loss and optimizer calls forwarded to
-// their kernels (checked against those kernels called directly).
+// their kernels (checked against those kernels called directly); and how
+// the kernels share a row's columns among threads.
 #include "kernels/cpu/cpu_backend.h"
 
 #include <gtest/gtest.h>
@@ -14,11 +15,37 @@
 
 #include "kernels/cpu/adamw.h"
 #include "kernels/cpu/ctc_loss.h"
+#include "kernels/cpu/parallel.h"
 #include "src/base/error.h"
 #include "tests/kernels/gradient_check.h"
 
 namespace mpiasr {
 namespace {
+
+// Every column once, in order, and each share starting on a 64-byte line.
+template <typename T>
+void expect_columns_cut_at_cache_lines() {
+  for (int threads : {1, 2, 3, 5}) {
+    for (int columns : {1, 7, 16, 20, 144, 576, 1001}) {
+      std::vector<ColumnRange> shares(static_cast<size_t>(threads));
+#pragma omp parallel num_threads(threads)
+      shares[size_t(omp_get_thread_num())] = thread_columns<T>(columns);
+      int next = 0;
+      for (const ColumnRange& share : shares) {
+        if (share.begin == share.end) continue;
+        EXPECT_EQ(share.begin, next) << threads << " threads, " << columns << " columns";
+        EXPECT_EQ(share.begin * sizeof(T) % 64, 0u) << share.begin;
+        next = share.end;
+      }
+      EXPECT_EQ(next, columns) << threads << " threads";
+    }
+  }
+}
+
+TEST(ThreadColumns, EveryColumnOnceInSharesStartingOnCacheLines) {
+  expect_columns_cut_at_cache_lines<float>();
+  expect_columns_cut_at_cache_lines<double>();
+}
 
 TEST(CpuBackend, MemoryOperations) {
   std::unique_ptr<Backend<float, float>> backend = std::make_unique<CpuBackend<float>>(1);
