@@ -6,10 +6,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "kernels/activations.h"
 #include "kernels/cpu/activations.h"
+#include "kernels/cpu/conv2d_avx512.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
@@ -290,6 +292,12 @@ void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, in
     }
     return;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv2d_direct_available(Cin, Cout)) {
+      conv2d_direct_forward(out, inp, weight, bias, B, Cin, H, W, Cout, relu);
+      return;
+    }
+  }
   const int K = s.K();
   std::vector<T> wr(size_t(Cout) * K);
   reorder_weight(wr.data(), weight, Cout, Cin);
@@ -382,8 +390,15 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const ConvShape first = make_shape(B, 1, H, W, C);
   const ConvShape second = make_shape(B, C, first.Ho, first.Wo, C);
   const int K = second.K();
-  std::vector<T> wr(size_t(C) * K);
-  reorder_weight(wr.data(), weight2, C, C);
+  // The second convolution's input gradient: direct where the CPU has it
+  // (float, AVX-512), else the GEMM and col2im of add_chunk_input_grad.
+  std::vector<float> direct_weight;
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv2d_direct_available(C, C))
+      direct_weight = conv2d_direct_pack_input_grad_weight(weight2, C, C);
+  }
+  std::vector<T> wr(direct_weight.empty() ? size_t(C) * K : 0);
+  if (direct_weight.empty()) reorder_weight(wr.data(), weight2, C, C);
   const int chunks = second.chunks_per_image();
   // Per chunk: the first convolution's dWt [9, C] then its bias sum [C].
   const size_t slot = size_t(10) * C;
@@ -391,17 +406,28 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const size_t a1_row = size_t(second.W) * C;
 #pragma omp parallel if (second.multiply_adds() >= kParallelMinMultiplyAdds)
   {
-    std::vector<T> dcol(size_t(second.lines_per_chunk()) * second.Wo * K);
+    std::vector<T> dcol(direct_weight.empty() ? size_t(second.lines_per_chunk()) * second.Wo * K
+                                              : 0);
     std::vector<T> strip(size_t(2 * second.lines_per_chunk() + 1) * a1_row);
+    // strip = the chunk's part of da1 before the ReLU.
+    const auto chunk_input_grad = [&](const Chunk& chunk) {
+      if constexpr (std::is_same_v<T, float>) {
+        if (!direct_weight.empty()) {
+          conv2d_direct_input_grad_strip(strip.data(), dout2, direct_weight.data(), B, C, second.H,
+                                         second.W, C, chunk.b, chunk.first_line, chunk.lines);
+          return;
+        }
+      }
+      std::fill(strip.begin(), strip.begin() + int64_t(2 * chunk.lines + 1) * a1_row, T(0));
+      add_chunk_input_grad(strip.data(), dcol.data(), dout2, wr.data(), second, chunk);
+    };
 #pragma omp for schedule(static) collapse(2)
     for (int b = 0; b < B; ++b) {
       for (int c = 0; c < chunks; ++c) {
         const Chunk chunk = make_chunk(second, b, c);
         // The chunk's patches read a1 rows [first_row, first_row + strip_rows).
         const int first_row = 2 * chunk.first_line, strip_rows = 2 * chunk.lines + 1;
-        const size_t strip_size = size_t(strip_rows) * a1_row;
-        std::fill(strip.begin(), strip.begin() + int64_t(strip_size), T(0));
-        add_chunk_input_grad(strip.data(), dcol.data(), dout2, wr.data(), second, chunk);
+        chunk_input_grad(chunk);
         // Through the ReLU (a1 = relu(z) is positive exactly where z is) to
         // conv.0's gradients.
         single_channel_weight_grad_rows(

@@ -14,6 +14,10 @@
 // is scattered back (col2im). Neighbouring chunks share one input row, so
 // even and odd chunks run in two parallel phases.
 //
+// For float on an AVX-512 CPU with whole vectors of channels, the forward
+// and the subsampling's fused input gradient run the direct tiles of
+// conv2d_avx512.h instead of im2col + GEMM.
+//
 // One input channel (the first layer) is computed directly instead: with
 // K = 9 a GEMM does not pay and the layer is bound by memory (its output is
 // Cout times its input). Forward writes each output pixel once from its nine

@@ -59,7 +59,7 @@ std::string openblas_core_for(const std::string& chosen_core, const CpuVectorFea
   return "";
 }
 
-std::string openblas_core_to_request() {
+CpuVectorFeatures cpu_vector_features() {
   CpuVectorFeatures cpu;
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -67,7 +67,11 @@ std::string openblas_core_to_request() {
                __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
   cpu.avx2_fma = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #endif
-  return openblas_core_for(openblas_core(), cpu);
+  return cpu;
+}
+
+std::string openblas_core_to_request() {
+  return openblas_core_for(openblas_core(), cpu_vector_features());
 }
 
 std::string openblas_core() {

@@ -31,6 +31,8 @@ struct CpuVectorFeatures {
   bool avx512 = false;    // AVX-512 F, BW, DQ and VL
   bool avx2_fma = false;  // AVX2 and FMA
 };
+// The vector instruction sets of this process's CPU.
+CpuVectorFeatures cpu_vector_features();
 std::string openblas_core_for(const std::string& chosen_core, const CpuVectorFeatures& cpu);
 // The same for this process: OpenBLAS's choice and this CPU.
 std::string openblas_core_to_request();

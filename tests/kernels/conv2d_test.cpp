@@ -14,6 +14,7 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "src/base/error.h"
 #include "tests/kernels/gradient_check.h"
+#include "tests/kernels/naive_conv2d.h"
 
 namespace mpiasr {
 namespace {
@@ -22,32 +23,9 @@ using testing::kGradTolerance;
 using testing::random_vector;
 using testing::relative_error;
 
-struct ConvCase {
-  int B, Cin, H, W, Cout;
-};
-
-std::vector<double> naive_conv2d(const std::vector<double>& inp, const std::vector<double>& w,
-                                 const std::vector<double>& bias, const ConvCase& c) {
-  const int Ho = (c.H - 3) / 2 + 1, Wo = (c.W - 3) / 2 + 1;
-  std::vector<double> out(size_t(c.B) * Ho * Wo * c.Cout);
-  for (int b = 0; b < c.B; ++b)
-    for (int i = 0; i < Ho; ++i)
-      for (int j = 0; j < Wo; ++j)
-        for (int co = 0; co < c.Cout; ++co) {
-          double sum = bias[co];
-          for (int ci = 0; ci < c.Cin; ++ci)
-            for (int kh = 0; kh < 3; ++kh)
-              for (int kw = 0; kw < 3; ++kw)
-                sum += w[((co * c.Cin + ci) * 3 + kh) * 3 + kw] *
-                       inp[((size_t(b) * c.H + 2 * i + kh) * c.W + 2 * j + kw) * c.Cin + ci];
-          out[((size_t(b) * Ho + i) * Wo + j) * c.Cout + co] = sum;
-        }
-  return out;
-}
-
-size_t out_size(const ConvCase& c) {
-  return size_t(c.B) * conv2d_out_size(c.H) * conv2d_out_size(c.W) * c.Cout;
-}
+using testing::ConvCase;
+using testing::naive_conv2d;
+using testing::out_size;
 
 class Conv2dForward : public ::testing::TestWithParam<ConvCase> {};
 

@@ -1,0 +1,164 @@
+// The direct AVX-512 convolution and its input gradient against naive
+// seven-loop sums in double, on shapes that cover every tile width (8 pixels and the shorter
+// tails), channel blocks of 48, 32 and 16, several chunks per image, lines
+// whose pixels run across tiles, even and odd sizes, and one and two threads;
+// and the subsampling's fused backward, which uses the input gradient.
+// Skips where the CPU has no AVX-512.
+#include "kernels/cpu/conv2d_avx512.h"
+
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <random>
+#include <utility>
+#include <vector>
+
+#include "kernels/cpu/conv2d.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "tests/kernels/gradient_check.h"
+#include "tests/kernels/naive_conv2d.h"
+
+namespace mpiasr {
+namespace {
+
+using testing::ConvCase;
+
+std::vector<double> relu_of(std::vector<double> x) {
+  for (double& v : x) v = std::max(v, 0.0);
+  return x;
+}
+
+class Conv2dDirect : public ::testing::TestWithParam<ConvCase> {};
+
+TEST_P(Conv2dDirect, MatchesNaiveConvolutionOnOneAndTwoThreads) {
+  const ConvCase c = GetParam();
+  if (!conv2d_direct_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  std::mt19937_64 rng(31);
+  const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  const auto bias = testing::random_vector(c.Cout, rng);
+  const auto inp_f = testing::to_float(inp), w_f = testing::to_float(w),
+             bias_f = testing::to_float(bias);
+  const std::vector<float> no_bias(c.Cout, 0.0f);
+  const size_t out_size = testing::out_size(c);
+  for (bool relu : {false, true}) {
+    auto expected = testing::naive_conv2d(inp, w, bias, c);
+    auto expected_no_bias = testing::naive_conv2d(inp, w, std::vector<double>(c.Cout), c);
+    if (relu) {
+      expected = relu_of(expected);
+      expected_no_bias = relu_of(expected_no_bias);
+    }
+    for (int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      std::vector<float> out(out_size, 99.0f), out_no_bias(out_size, 99.0f);
+      conv2d_direct_forward(out.data(), inp_f.data(), w_f.data(), bias_f.data(), c.B, c.Cin, c.H,
+                            c.W, c.Cout, relu);
+      conv2d_direct_forward(out_no_bias.data(), inp_f.data(), w_f.data(), nullptr, c.B, c.Cin, c.H,
+                            c.W, c.Cout, relu);
+      EXPECT_LT(testing::relative_error(testing::to_double(out), expected),
+                testing::kFloatTolerance)
+          << threads << " threads, relu " << relu;
+      EXPECT_LT(testing::relative_error(testing::to_double(out_no_bias), expected_no_bias),
+                testing::kFloatTolerance)
+          << threads << " threads, relu " << relu << ", no bias";
+    }
+  }
+  omp_set_num_threads(1);
+}
+
+// The part of the input gradient that output lines [first, first + lines) of
+// image b contribute to input rows [2 first, 2 first + 2 lines + 1).
+std::vector<double> naive_input_grad_strip(const std::vector<double>& g,
+                                           const std::vector<double>& w, const ConvCase& c, int b,
+                                           int first, int lines) {
+  const int Ho = conv2d_out_size(c.H), Wo = conv2d_out_size(c.W);
+  std::vector<double> strip(size_t(2 * lines + 1) * c.W * c.Cin, 0.0);
+  for (int i = first; i < first + lines; ++i)
+    for (int j = 0; j < Wo; ++j)
+      for (int kh = 0; kh < 3; ++kh)
+        for (int kw = 0; kw < 3; ++kw)
+          for (int ci = 0; ci < c.Cin; ++ci)
+            for (int co = 0; co < c.Cout; ++co)
+              strip[((size_t(2 * (i - first) + kh) * c.W) + 2 * j + kw) * c.Cin + ci] +=
+                  g[((size_t(b) * Ho + i) * Wo + j) * c.Cout + co] *
+                  w[((size_t(co) * c.Cin + ci) * 3 + kh) * 3 + kw];
+  return strip;
+}
+
+TEST_P(Conv2dDirect, InputGradientStripsMatchNaiveSums) {
+  const ConvCase c = GetParam();
+  if (!conv2d_direct_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (c.Cin % 16 != 0) GTEST_SKIP() << "the input gradient needs Cin % 16 == 0";
+  std::mt19937_64 rng(32);
+  const int Ho = conv2d_out_size(c.H);
+  const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  const auto g = testing::random_vector(size_t(c.B) * Ho * conv2d_out_size(c.W) * c.Cout, rng);
+  const auto w_f = testing::to_float(w), g_f = testing::to_float(g);
+  const auto packed = conv2d_direct_pack_input_grad_weight(w_f.data(), c.Cin, c.Cout);
+  // The whole image as one strip, its first line, its last line, and lines
+  // from the middle.
+  const int b = c.B - 1;
+  const std::pair<int, int> line_ranges[] = {{0, Ho}, {0, 1}, {Ho - 1, 1}, {Ho / 3, Ho / 2 + 1}};
+  for (const auto& [first, lines] : line_ranges) {
+    const auto expected = naive_input_grad_strip(g, w, c, b, first, lines);
+    std::vector<float> strip(expected.size(), 99.0f);
+    conv2d_direct_input_grad_strip(strip.data(), g_f.data(), packed.data(), c.B, c.Cin, c.H, c.W,
+                                   c.Cout, b, first, lines);
+    const std::vector<double> got(strip.begin(), strip.end());
+    EXPECT_LT(testing::relative_error(got, expected), testing::kFloatTolerance)
+        << "lines [" << first << ", " << first + lines << ")";
+  }
+}
+
+// The subsampling's fused backward, which takes the strips on this CPU, in
+// float against double (the GEMM path).
+TEST(Conv2dDirect, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
+  const int B = 2, H = 403, W = 41, C = 48;
+  if (!conv2d_direct_available(C, C)) GTEST_SKIP() << "this CPU has no AVX-512";
+  const int H1 = conv2d_out_size(H), W1 = conv2d_out_size(W);
+  const int H2 = conv2d_out_size(H1), W2 = conv2d_out_size(W1);
+  std::mt19937_64 rng(33);
+  const auto x = testing::random_vector(size_t(B) * H * W, rng);
+  const auto w0 = testing::random_vector(size_t(C) * 9, rng), b0 = testing::random_vector(C, rng);
+  const auto w2 = testing::random_vector(size_t(C) * C * 9, rng);
+  const auto dout2 = testing::random_vector(size_t(B) * H2 * W2 * C, rng);
+  CpuBackend<double> d(2);
+  std::vector<double> a1(size_t(B) * H1 * W1 * C), dw0(w0.size(), 0.0), db0(C, 0.0);
+  d.conv2d_forward(a1.data(), x.data(), w0.data(), b0.data(), B, 1, H, W, C, true);
+  d.subsampling_first_conv_backward(dw0.data(), db0.data(), dout2.data(), a1.data(), x.data(),
+                                    w2.data(), B, H, W, C, nullptr);
+  const auto a1_f = testing::to_float(a1), x_f = testing::to_float(x), w2_f = testing::to_float(w2),
+             dout2_f = testing::to_float(dout2);
+  for (int threads : {1, 2}) {
+    CpuBackend<float> f(threads);
+    std::vector<float> dw0_f(w0.size(), 0.0f), db0_f(C, 0.0f);
+    f.subsampling_first_conv_backward(dw0_f.data(), db0_f.data(), dout2_f.data(), a1_f.data(),
+                                      x_f.data(), w2_f.data(), B, H, W, C, nullptr);
+    EXPECT_LT(testing::relative_error(testing::to_double(dw0_f), dw0), testing::kFloatTolerance)
+        << threads << " threads";
+    EXPECT_LT(testing::relative_error(testing::to_double(db0_f), db0), testing::kFloatTolerance)
+        << threads << " threads";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Shapes, Conv2dDirect,
+    ::testing::Values(ConvCase{2, 3, 9, 7, 16},      // 3 x 3 output: one tail tile of 9 pixels
+                      ConvCase{1, 2, 3, 3, 32},      // one output pixel, a 32-channel block
+                      ConvCase{2, 5, 10, 8, 64},     // even sizes; blocks of 48 and 16
+                      ConvCase{2, 32, 41, 39, 96},   // 19-pixel lines: tiles across lines
+                      ConvCase{1, 16, 37, 5, 48},    // 2-pixel lines, two chunks (18 lines)
+                      ConvCase{1, 16, 12, 10, 32},   // even sizes, 16 input channels
+                      ConvCase{2, 144, 23, 21, 144}  // the subsampling's channels
+                      ));
+
+TEST(Conv2dDirect, IsAvailableOnlyForSeveralInputChannelsAndWholeVectorsOfOutputs) {
+  if (!conv2d_direct_available(2, 16)) GTEST_SKIP() << "this CPU has no AVX-512";
+  EXPECT_FALSE(conv2d_direct_available(1, 16));
+  EXPECT_FALSE(conv2d_direct_available(2, 24));
+  EXPECT_TRUE(conv2d_direct_available(144, 144));
+}
+
+}  // namespace
+}  // namespace mpiasr
