@@ -6,30 +6,23 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <utility>
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
+#include "kernels/cpu/register_tile.h"
 #include "src/base/error.h"
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define MPIASR_CONV2D_AVX512 1
-#else
-#define MPIASR_CONV2D_AVX512 0
-#endif
 
 namespace mpiasr {
 
-#if MPIASR_CONV2D_AVX512
+#if MPIASR_REGISTER_TILE
 
 namespace {
 
-constexpr int kLanes = 16;
-constexpr int kBlockVectors = 3;  // output channels per weight block: 48
-constexpr int kBlockChannels = kBlockVectors * kLanes;
-constexpr int kTilePixels = 8;
+constexpr int kLanes = register_tile::kLanes;
+constexpr int kBlockChannels = register_tile::kPanelColumns;  // channels per weight block
+constexpr int kTilePixels = register_tile::kMaxRows;
 constexpr int kChunkLines = 8;
 
 struct Shape {
@@ -93,63 +86,9 @@ void pack_weight(float* wp, const float* weight, int Cin, int Cout) {
   }
 }
 
-// Everything from here to pop_options is built for AVX-512 and runs only where
+// From here to MPIASR_AVX512_END: built for AVX-512, run only where
 // conv2d_direct_available says the CPU has it.
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,fma")
-
-// 16 floats: one AVX-512 register.
-typedef float Vec __attribute__((vector_size(64)));
-
-// f.template operator()<NP, NV>() for the NP (1..8) and NV (1..3) given at
-// run time: tile sizes are compile-time, so the accumulators stay in registers.
-template <int NV, typename F, int... N>
-void with_tile_size(int n, F& f, std::integer_sequence<int, N...>) {
-  ((n == N + 1 ? (f.template operator()<N + 1, NV>(), true) : false) || ...);
-}
-
-template <typename F>
-void with_tile_size(int pixels, int vectors, F&& f) {
-  constexpr auto sizes = std::make_integer_sequence<int, 8>();
-  static_assert(kTilePixels == 8, "tiles of 1..8 pixels");
-  if (vectors == 3) {
-    with_tile_size<3>(pixels, f, sizes);
-  } else if (vectors == 2) {
-    with_tile_size<2>(pixels, f, sizes);
-  } else {
-    with_tile_size<1>(pixels, f, sizes);
-  }
-}
-
-// One tap for a tile of NP pixels x NV vectors of channels:
-//   out[p][v] = (init ? init[v] : out[p][v]) + sum_k x[p][k] w[k][v]
-// then ReLU with relu. Forward: the tile's output pixels, x[p] the tap's input
-// pixel, k the input channels. Input gradient: the tap's input pixels, x[p]
-// the output gradient's pixel, k the output channels. w is the tap's slice of
-// the weight block, rows of NV vectors.
-template <int NP, int NV>
-inline void tap_tile(float* const* out, const float* const* x, const float* w, int K,
-                     const float* init, bool relu) {
-  Vec acc[NP][NV];
-  for (int p = 0; p < NP; ++p)
-    for (int v = 0; v < NV; ++v)
-      std::memcpy(&acc[p][v], (init ? init : out[p]) + v * kLanes, sizeof(Vec));
-  for (int k = 0; k < K; ++k, w += NV * kLanes) {
-    Vec wv[NV];
-    for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], w + v * kLanes, sizeof(Vec));
-#pragma GCC unroll 8
-    for (int p = 0; p < NP; ++p) {
-      const float xv = x[p][k];
-      for (int v = 0; v < NV; ++v) acc[p][v] += xv * wv[v];
-    }
-  }
-  const Vec zero = {};
-  for (int p = 0; p < NP; ++p)
-    for (int v = 0; v < NV; ++v) {
-      const Vec r = relu ? (acc[p][v] > zero ? acc[p][v] : zero) : acc[p][v];
-      std::memcpy(out[p] + v * kLanes, &r, sizeof(Vec));
-    }
-}
+MPIASR_AVX512_BEGIN
 
 // A chunk's output, block by block of output channels, tap by tap, tile by
 // tile of pixels. pixel_input is room for the chunk's pointers.
@@ -174,8 +113,7 @@ void forward_chunk(float* out, const float* inp, const float* wp, const float* b
           o[p] = chunk_out + int64_t(p0 + p) * s.Cout + co0;
           x[p] = pixel_input[p0 + p] + offset;
         }
-        with_tile_size(n, width / kLanes,
-                       [&]<int NP, int NV>() { tap_tile<NP, NV>(o, x, w, s.Cin, init, last); });
+        register_tile::multiply_add(n, width, o, x, w, s.Cin, init, last);
       }
     }
   }
@@ -206,15 +144,13 @@ void input_grad_strip(float* strip, const float* dout, const float* wq, const Sh
           o[p] = tap_strip + (int64_t(2 * i) * s.W + 2 * j) * s.Cin;
           g[p] = chunk_dout + int64_t(p0 + p) * s.Cout;
         }
-        with_tile_size(n, width / kLanes, [&]<int NP, int NV>() {
-          tap_tile<NP, NV>(o, g, w, s.Cout, nullptr, false);
-        });
+        register_tile::multiply_add(n, width, o, g, w, s.Cout, nullptr, false);
       }
     }
   }
 }
 
-#pragma GCC pop_options
+MPIASR_AVX512_END
 
 }  // namespace
 

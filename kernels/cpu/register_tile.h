@@ -1,0 +1,89 @@
+// The AVX-512 register tile of the direct convolution (conv2d_avx512): for NP
+// rows (1..8) and NV vectors of 16 columns (1..3),
+//
+//   out[p][v] = (init ? init[v] : out[p][v]) + sum_k x[p][k] w[k][v]
+//
+// then ReLU with relu. x[p] and out[p] point at row p's operand and result
+// (rows anywhere in memory); w is a panel of K rows of NV contiguous vectors,
+// packed by the caller. The NP x NV accumulators (at most 24) stay in
+// registers over k: per k, NV loads of w, NP broadcasts of x, NP * NV fused
+// multiply-adds. Only for code built for AVX-512 (between
+// MPIASR_AVX512_BEGIN and MPIASR_AVX512_END), run where
+// cpu_vector_features().avx512 holds. GCC only.
+#pragma once
+
+#include <cstring>
+#include <utility>
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MPIASR_REGISTER_TILE 1
+#define MPIASR_AVX512_BEGIN \
+  _Pragma("GCC push_options") _Pragma("GCC target(\"avx512f,avx512bw,avx512dq,avx512vl,fma\")")
+#define MPIASR_AVX512_END _Pragma("GCC pop_options")
+#else
+#define MPIASR_REGISTER_TILE 0
+#endif
+
+#if MPIASR_REGISTER_TILE
+
+namespace mpiasr::register_tile {
+
+constexpr int kLanes = 16;
+constexpr int kMaxRows = 8;
+constexpr int kMaxVectors = 3;
+constexpr int kPanelColumns = kMaxVectors * kLanes;  // 48
+
+MPIASR_AVX512_BEGIN
+
+// 16 floats: one AVX-512 register.
+typedef float Vec __attribute__((vector_size(64)));
+
+template <int NP, int NV>
+inline void multiply_add(float* const* out, const float* const* x, const float* w, int K,
+                         const float* init, bool relu) {
+  Vec acc[NP][NV];
+  for (int p = 0; p < NP; ++p)
+    for (int v = 0; v < NV; ++v)
+      std::memcpy(&acc[p][v], (init ? init : out[p]) + v * kLanes, sizeof(Vec));
+  for (int k = 0; k < K; ++k, w += NV * kLanes) {
+    Vec wv[NV];
+    for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], w + v * kLanes, sizeof(Vec));
+#pragma GCC unroll 8
+    for (int p = 0; p < NP; ++p) {
+      const float xv = x[p][k];
+      for (int v = 0; v < NV; ++v) acc[p][v] += xv * wv[v];
+    }
+  }
+  const Vec zero = {};
+  for (int p = 0; p < NP; ++p)
+    for (int v = 0; v < NV; ++v) {
+      const Vec r = relu ? (acc[p][v] > zero ? acc[p][v] : zero) : acc[p][v];
+      std::memcpy(out[p] + v * kLanes, &r, sizeof(Vec));
+    }
+}
+
+template <int NV, int... N>
+inline void multiply_add_rows(int rows, float* const* out, const float* const* x, const float* w,
+                              int K, const float* init, bool relu,
+                              std::integer_sequence<int, N...>) {
+  ((rows == N + 1 ? (multiply_add<N + 1, NV>(out, x, w, K, init, relu), true) : false) || ...);
+}
+
+// The tile for `rows` (1..8) rows and `columns` (16, 32 or 48) columns.
+inline void multiply_add(int rows, int columns, float* const* out, const float* const* x,
+                         const float* w, int K, const float* init, bool relu) {
+  constexpr auto sizes = std::make_integer_sequence<int, kMaxRows>();
+  if (columns == 3 * kLanes) {
+    multiply_add_rows<3>(rows, out, x, w, K, init, relu, sizes);
+  } else if (columns == 2 * kLanes) {
+    multiply_add_rows<2>(rows, out, x, w, K, init, relu, sizes);
+  } else {
+    multiply_add_rows<1>(rows, out, x, w, K, init, relu, sizes);
+  }
+}
+
+MPIASR_AVX512_END
+
+}  // namespace mpiasr::register_tile
+
+#endif
