@@ -217,19 +217,14 @@ template <typename T>
 void CpuBackend<T>::swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed,
                                           uint64_t offset, size_t n) {
   use_threads();
-  cpu_swish_forward(out, inp, n);
-  if (p > 0.0f) cpu_dropout_forward(out, out, p, seed, offset, n);
+  cpu_swish_dropout_forward(out, inp, p, seed, offset, n);
 }
 
 template <typename T>
 void CpuBackend<T>::swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p,
                                            uint64_t seed, uint64_t offset, size_t n) {
   use_threads();
-  if (p > 0.0f) {
-    cpu_dropout_backward(dinp, dout, 1.0f, p, seed, offset, n);
-    dout = dinp;
-  }
-  cpu_swish_backward(dinp, dout, inp, n);
+  cpu_swish_dropout_backward(dinp, dout, inp, p, seed, offset, n);
 }
 
 // ---- dropout ----------------------------------------------------------------

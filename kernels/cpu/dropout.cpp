@@ -1,11 +1,14 @@
 // Dropout in tiles of 32 Philox blocks (256 elements): one loop draws the
 // tile's random bits (by hand with AVX2 where the processor has it), a second
-// applies the mask (see dropout.h).
+// applies the mask, with the Swish before it or the branch's scale after it in
+// the same pass (see dropout.h).
 #include "kernels/cpu/dropout.h"
 
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/activations.h"
+#include "kernels/cpu/activations.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
 #include "kernels/philox.h"
@@ -125,20 +128,14 @@ void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
   draw_tile_portable(bits, seed, tile);
 }
 
-}  // namespace
-
-template <typename T>
-MPIASR_SIMD_CLONES void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed,
-                                            uint64_t offset, size_t n) {
-  MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
-  if (p == 0.0f) {
-    if (out != inp) std::memcpy(out, inp, sizeof(T) * n);
-    return;
-  }
-  if (p == 1.0f) {
-    std::memset(out, 0, sizeof(T) * n);
-    return;
-  }
+// out[i] = value(i, factor) for i in [0, n), factor = 1 / (1 - p) where
+// stream position offset + i is kept and 0 where it is dropped (0 < p < 1):
+// tile by tile, the tile's bits drawn, then one pass over its elements. Built
+// for each instruction set itself: the parallel loop's body is compiled with
+// the function that holds it, not with the caller.
+template <typename T, typename Value>
+MPIASR_SIMD_CLONES void apply_dropout(T* out, float p, uint64_t seed, uint64_t offset, size_t n,
+                                      Value value) {
   if (n == 0) return;
   const T scale = T(1) / (T(1) - T(p));
   const uint32_t threshold = dropout_threshold(p);
@@ -153,22 +150,76 @@ MPIASR_SIMD_CLONES void cpu_dropout_forward(T* out, const T* inp, float p, uint6
     const uint64_t begin = std::max(tile_start, offset);
     const uint64_t end = std::min(tile_start + kTileElements, offset + n);
     const uint32_t* tile_bits = bits + (begin - tile_start);
-    const T* x = inp + (begin - offset);
-    T* y = out + (begin - offset);
+    const size_t first = size_t(begin - offset);
     const int count = int(end - begin);
-    for (int e = 0; e < count; ++e) y[e] = x[e] * (tile_bits[e] >= threshold ? scale : T(0));
+    for (int e = 0; e < count; ++e)
+      out[first + e] = value(first + e, tile_bits[e] >= threshold ? scale : T(0));
   }
 }
 
+void check_probability(float p) {
+  MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
+}
+
+}  // namespace
+
 template <typename T>
-void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p, uint64_t seed,
-                          uint64_t offset, size_t n) {
-  // The gradient passes through the same mask with the same scale.
-  cpu_dropout_forward(dinp, dout, p, seed, offset, n);
-  if (scale == 1.0f) return;
+void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n) {
+  check_probability(p);
+  if (p == 0.0f) {
+    if (out != inp) std::memcpy(out, inp, sizeof(T) * n);
+    return;
+  }
+  if (p == 1.0f) {
+    std::memset(out, 0, sizeof(T) * n);
+    return;
+  }
+  apply_dropout(out, p, seed, offset, n, [&](size_t i, T factor) { return inp[i] * factor; });
+}
+
+template <typename T>
+MPIASR_SIMD_CLONES void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p,
+                                             uint64_t seed, uint64_t offset, size_t n) {
+  // The gradient passes through the same mask, then the branch's scale.
   const T s = T(scale);
+  if (p == 0.0f || p == 1.0f || scale == 1.0f) {
+    cpu_dropout_forward(dinp, dout, p, seed, offset, n);
+    if (scale == 1.0f) return;
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (size_t i = 0; i < n; ++i) dinp[i] *= s;
+    for (size_t i = 0; i < n; ++i) dinp[i] *= s;
+    return;
+  }
+  check_probability(p);
+  apply_dropout(dinp, p, seed, offset, n, [&](size_t i, T factor) { return dout[i] * factor * s; });
+}
+
+template <typename T>
+void cpu_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
+                               size_t n) {
+  check_probability(p);
+  if (p == 0.0f || p == 1.0f) {
+    cpu_swish_forward(out, inp, n);
+    if (p == 1.0f) cpu_dropout_forward(out, out, p, seed, offset, n);
+    return;
+  }
+  apply_dropout(out, p, seed, offset, n,
+                [&](size_t i, T factor) { return swish(inp[i]) * factor; });
+}
+
+template <typename T>
+void cpu_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
+                                uint64_t offset, size_t n) {
+  check_probability(p);
+  if (p == 0.0f || p == 1.0f) {
+    if (p == 1.0f) {
+      cpu_dropout_forward(dinp, dout, p, seed, offset, n);
+      dout = dinp;
+    }
+    cpu_swish_backward(dinp, dout, inp, n);
+    return;
+  }
+  apply_dropout(dinp, p, seed, offset, n,
+                [&](size_t i, T factor) { return swish_grad(inp[i], dout[i] * factor); });
 }
 
 template void cpu_dropout_forward<float>(float*, const float*, float, uint64_t, uint64_t, size_t);
@@ -178,5 +229,13 @@ template void cpu_dropout_backward<float>(float*, const float*, float, float, ui
                                           size_t);
 template void cpu_dropout_backward<double>(double*, const double*, float, float, uint64_t, uint64_t,
                                            size_t);
+template void cpu_swish_dropout_forward<float>(float*, const float*, float, uint64_t, uint64_t,
+                                               size_t);
+template void cpu_swish_dropout_forward<double>(double*, const double*, float, uint64_t, uint64_t,
+                                                size_t);
+template void cpu_swish_dropout_backward<float>(float*, const float*, const float*, float, uint64_t,
+                                                uint64_t, size_t);
+template void cpu_swish_dropout_backward<double>(double*, const double*, const double*, float,
+                                                 uint64_t, uint64_t, size_t);
 
 }  // namespace mpiasr

@@ -3,7 +3,7 @@
 // The mask is a pure function of (seed, offset + i), so it is the same for any
 // thread count and on the GPU, and the backward pass recomputes it instead of
 // storing it: dinp[i] = scale (keep ? dout[i] / (1 - p) : 0), scale that of a
-// residual branch. p = 0 copies; p = 1 zeroes.
+// residual branch, applied in the same pass. p = 0 copies; p = 1 zeroes.
 #pragma once
 
 #include <cstddef>
@@ -17,5 +17,19 @@ void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t 
 template <typename T>
 void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p, uint64_t seed,
                           uint64_t offset, size_t n);
+
+// Swish then dropout in one pass, with the same bits as cpu_swish_forward
+// followed by cpu_dropout_forward:
+//   out[i] = swish(inp[i]) (keep ? 1 / (1 - p) : 0)
+template <typename T>
+void cpu_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
+                               size_t n);
+
+// Its backward in one pass, with the same bits as cpu_dropout_backward (scale
+// 1) followed by cpu_swish_backward:
+//   dinp[i] = swish_grad(inp[i], dout[i] (keep ? 1 / (1 - p) : 0))
+template <typename T>
+void cpu_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
+                                uint64_t offset, size_t n);
 
 }  // namespace mpiasr

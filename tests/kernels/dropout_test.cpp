@@ -6,11 +6,14 @@
 #include "kernels/philox.h"
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <random>
 #include <vector>
 
+#include "kernels/cpu/activations.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/dropout.h"
 #include "src/base/error.h"
 #include "tests/kernels/gradient_check.h"
 
@@ -120,6 +123,39 @@ TEST(Dropout, ZeroProbabilityCopiesAndOneZeroes) {
   EXPECT_EQ(dropout(1, x, 0.0f, 3, 0), x);
   EXPECT_EQ(dropout(1, x, 1.0f, 3, 0), std::vector<float>(3, 0.0f));
   EXPECT_THROW(dropout(1, x, 1.5f, 3, 0), Error);
+}
+
+// The one-pass ops against the passes they replace, bit for bit: Swish then
+// dropout, dropout then Swish's gradient, and dropout then the branch's
+// scale; at p = 0, 1 and two rates between, on 1 and 2 threads, from an
+// offset inside a tile.
+TEST(Dropout, OnePassOpsMatchTheirStepsBitForBit) {
+  const size_t n = 100003;
+  std::mt19937_64 rng(51);
+  const auto x = testing::to_float(testing::random_vector(n, rng, -6.0, 6.0));
+  const auto g = testing::to_float(testing::random_vector(n, rng));
+  const uint64_t seed = 17, offset = 300;
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    for (float p : {0.0f, 0.1f, 0.7f, 1.0f}) {
+      std::vector<float> expected(n), got(n);
+      cpu_swish_forward(expected.data(), x.data(), n);
+      cpu_dropout_forward(expected.data(), expected.data(), p, seed, offset, n);
+      cpu_swish_dropout_forward(got.data(), x.data(), p, seed, offset, n);
+      EXPECT_EQ(got, expected) << "swish forward, p " << p << ", " << threads << " threads";
+
+      cpu_dropout_forward(expected.data(), g.data(), p, seed, offset, n);
+      cpu_swish_backward(expected.data(), expected.data(), x.data(), n);
+      cpu_swish_dropout_backward(got.data(), g.data(), x.data(), p, seed, offset, n);
+      EXPECT_EQ(got, expected) << "swish backward, p " << p << ", " << threads << " threads";
+
+      cpu_dropout_forward(expected.data(), g.data(), p, seed, offset, n);
+      for (float& v : expected) v *= 0.5f;
+      cpu_dropout_backward(got.data(), g.data(), 0.5f, p, seed, offset, n);
+      EXPECT_EQ(got, expected) << "scaled branch, p " << p << ", " << threads << " threads";
+    }
+  }
+  omp_set_num_threads(1);
 }
 
 // x = base + scale Dropout(branch) as residual_layernorm_forward writes it.
