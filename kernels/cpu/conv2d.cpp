@@ -277,6 +277,12 @@ template <typename T>
 void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, int B, int Cin, int H,
                         int W, int Cout, bool relu) {
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
+  if constexpr (std::is_same_v<T, float>) {
+    if (conv2d_direct_available(Cin, Cout)) {
+      conv2d_direct_forward(out, inp, weight, bias, B, Cin, H, W, Cout, relu);
+      return;
+    }
+  }
   const std::vector<T> bias_or_zero =
       bias ? std::vector<T>(bias, bias + Cout) : std::vector<T>(Cout);
   if (Cin == 1) {
@@ -291,12 +297,6 @@ void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, in
       }
     }
     return;
-  }
-  if constexpr (std::is_same_v<T, float>) {
-    if (conv2d_direct_available(Cin, Cout)) {
-      conv2d_direct_forward(out, inp, weight, bias, B, Cin, H, W, Cout, relu);
-      return;
-    }
   }
   const int K = s.K();
   std::vector<T> wr(size_t(Cout) * K);

@@ -72,18 +72,24 @@ int block_width(int Cout, int co0) {
   return std::min(kBlockChannels, Cout - co0);
 }
 
-// Wp: the block of output channels [co0, co0 + width) at Wp + co0 * 9 Cin,
-// laid out [tap = 3 kh + kw][ci][width].
-void pack_weight(float* wp, const float* weight, int Cin, int Cout) {
-  for (int co0 = 0; co0 < Cout; co0 += kBlockChannels) {
-    const int width = block_width(Cout, co0);
-    float* block = wp + int64_t(co0) * 9 * Cin;
+// The weight W [Cout, Cin, 3, 3] in blocks of up to 48 channels of one side
+// (the block side: outputs for the forward, inputs for the input gradient):
+// the block of channels [c0, c0 + width) at P + c0 * 9 * other, laid out
+// [tap = 3 kh + kw][other channel][width]. W's element (block channel c,
+// other channel r, tap) is at c * block_stride + r * other_stride + tap.
+std::vector<float> pack_weight_blocks(const float* weight, int block_channels, int other_channels,
+                                      int64_t block_stride, int64_t other_stride) {
+  std::vector<float> packed(size_t(block_channels) * 9 * other_channels);
+  for (int c0 = 0; c0 < block_channels; c0 += kBlockChannels) {
+    const int width = block_width(block_channels, c0);
+    float* block = packed.data() + int64_t(c0) * 9 * other_channels;
     for (int v = 0; v < width; ++v)
-      for (int ci = 0; ci < Cin; ++ci)
+      for (int r = 0; r < other_channels; ++r)
         for (int tap = 0; tap < 9; ++tap)
-          block[(int64_t(tap) * Cin + ci) * width + v] =
-              weight[(int64_t(co0 + v) * Cin + ci) * 9 + tap];
+          block[(int64_t(tap) * other_channels + r) * width + v] =
+              weight[(c0 + v) * block_stride + r * other_stride + tap];
   }
+  return packed;
 }
 
 // From here to MPIASR_AVX512_END: built for AVX-512, run only where
@@ -162,8 +168,8 @@ bool conv2d_direct_available(int Cin, int Cout) {
 void conv2d_direct_forward(float* out, const float* inp, const float* weight, const float* bias,
                            int B, int Cin, int H, int W, int Cout, bool relu) {
   const Shape s = make_shape(B, Cin, H, W, Cout);
-  std::vector<float> wp(size_t(Cout) * 9 * Cin);
-  pack_weight(wp.data(), weight, Cin, Cout);
+  // Blocks of output channels: W[co, ci, tap] at co * 9 Cin + ci * 9 + tap.
+  const std::vector<float> wp = pack_weight_blocks(weight, Cout, Cin, int64_t(9) * Cin, 9);
   const std::vector<float> bias_or_zero =
       bias ? std::vector<float>(bias, bias + Cout) : std::vector<float>(Cout);
   const int chunks = chunks_per_image(s);
@@ -184,17 +190,8 @@ std::vector<float> conv2d_direct_pack_input_grad_weight(const float* weight, int
   MPIASR_CHECK(conv2d_direct_available(Cin, Cout) && Cin % kLanes == 0,
                "direct conv2d input gradient needs AVX-512 and Cin, Cout multiples of 16: Cin="
                    << Cin << " Cout=" << Cout);
-  std::vector<float> wq(size_t(Cin) * 9 * Cout);
-  for (int ci0 = 0; ci0 < Cin; ci0 += kBlockChannels) {
-    const int width = block_width(Cin, ci0);
-    float* block = wq.data() + int64_t(ci0) * 9 * Cout;
-    for (int co = 0; co < Cout; ++co)
-      for (int v = 0; v < width; ++v)
-        for (int tap = 0; tap < 9; ++tap)
-          block[(int64_t(tap) * Cout + co) * width + v] =
-              weight[(int64_t(co) * Cin + ci0 + v) * 9 + tap];
-  }
-  return wq;
+  // Blocks of input channels: W[co, ci, tap] at ci * 9 + co * 9 Cin + tap.
+  return pack_weight_blocks(weight, Cin, Cout, 9, int64_t(9) * Cin);
 }
 
 void conv2d_direct_input_grad_strip(float* strip, const float* dout, const float* packed_weight,

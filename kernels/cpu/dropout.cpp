@@ -180,16 +180,17 @@ void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t 
 template <typename T>
 MPIASR_SIMD_CLONES void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p,
                                              uint64_t seed, uint64_t offset, size_t n) {
-  // The gradient passes through the same mask, then the branch's scale.
+  // The gradient passes through the same mask, then the branch's scale (a
+  // product by 1 is exact, so scale 1 needs no case of its own).
+  check_probability(p);
   const T s = T(scale);
-  if (p == 0.0f || p == 1.0f || scale == 1.0f) {
+  if (p == 0.0f || p == 1.0f) {
     cpu_dropout_forward(dinp, dout, p, seed, offset, n);
     if (scale == 1.0f) return;
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
     for (size_t i = 0; i < n; ++i) dinp[i] *= s;
     return;
   }
-  check_probability(p);
   apply_dropout(dinp, p, seed, offset, n, [&](size_t i, T factor) { return dout[i] * factor * s; });
 }
 
