@@ -128,10 +128,12 @@ void Sampler::balance_steps(std::vector<std::vector<size_t>>& batches, int epoch
     return static_cast<double>(batch.size()) * longest;
   };
   SplitMix64 rng = generator(options_.seed, epoch, 2);
-  for (size_t begin = 0; begin < batches.size(); begin += kWindowSteps * step) {
+  const size_t window = kWindowSteps * step;
+  for (size_t begin = 0, end = 0; begin < batches.size(); begin = end) {
+    // The last window takes the rest of the list with it.
+    end = batches.size() - begin < 2 * window ? batches.size() : begin + window;
     const auto first = batches.begin() + static_cast<std::ptrdiff_t>(begin);
-    const auto last = batches.begin() + static_cast<std::ptrdiff_t>(
-                                            std::min(begin + kWindowSteps * step, batches.size()));
+    const auto last = batches.begin() + static_cast<std::ptrdiff_t>(end);
     std::vector<std::pair<double, std::vector<size_t>>> sorted;
     for (auto it = first; it != last; ++it) sorted.emplace_back(cost(*it), std::move(*it));
     std::stable_sort(sorted.begin(), sorted.end(),
@@ -181,8 +183,9 @@ std::vector<std::vector<size_t>> Sampler::global_batches(int epoch) const {
     }
     batches.resize(count - count % world);
   } else {
-    for (size_t k = 0; batches.size() % world != 0; ++k) {
-      std::vector<size_t> repeated = batches[k % count];
+    for (size_t position = count; position % world != 0; ++position) {
+      std::vector<size_t> repeated =
+          batches[position >= world ? position - world : position % count];
       batches.push_back(std::move(repeated));
     }
   }

@@ -14,15 +14,20 @@
 //      then, when an optimizer step takes S > 1 batches (step_batches: world
 //      size x accumulation), each step's S batches are made alike in cost, so
 //      that no rank waits long for a slower one at the gradient all-reduce: the
-//      list is cut into windows of 16 S batches; each window is sorted by cost
+//      list is cut into windows of 16 S batches, the last window taking the
+//      rest of the list (16 S to 32 S - 1 batches) so that the epoch's last
+//      steps are balanced like the others; each window is sorted by cost
 //      (utterances x longest duration, the padded seconds; stable), cut into
 //      runs of S, and its full runs are shuffled, as are the batches within
 //      each run (a third generator seeded by (seed, e)); a last run of fewer
-//      than S stays at the end. Global batches kS .. kS + S - 1 are step k's,
-//      for any split of S into ranks x accumulation;
+//      than S, the window's dearest batches, stays at the end in order. Global
+//      batches kS .. kS + S - 1 are step k's, for any split of S into ranks x
+//      accumulation;
 //   4. its length is made a multiple of the world size W: drop_last removes the last
-//      (n mod W) batches; otherwise the first batches are repeated at the end, so
-//      W - (n mod W) batches (their utterances) are seen twice in that epoch;
+//      (n mod W) batches; otherwise each position p >= n up to the next multiple of W
+//      takes a copy of batch p - W, the batch its rank had before (batch p mod n when
+//      n < W), so W - (n mod W) batches (their utterances) are seen twice in that
+//      epoch; balanced, the copies are the last batches' neighbours in cost;
 //   5. rank r takes batches r, r + W, r + 2W, ...  Every rank has n / W batches.
 // Bucket boundaries are given (seconds, increasing), or are the duration quantiles
 // k / num_buckets, k = 1..num_buckets-1.

@@ -75,7 +75,8 @@ TEST_P(ShardingTest, EqualCountsAndEveryUtteranceOncePlusPadding) {
     EXPECT_EQ(Sampler(durations, options, world - 1, world).batches_per_epoch(epoch),
               padded_ranks[0].size());
 
-    // Padded: the list is n distinct batches, then its first W - n % W repeated.
+    // Padded: the list is n distinct batches, then W - n % W copies, each of
+    // the batch W places before it (its rank's batch before).
     Batches padded = interleave(padded_ranks);
     EXPECT_EQ(padded.size() % world, 0u);
     std::map<size_t, int> seen;
@@ -89,9 +90,9 @@ TEST_P(ShardingTest, EqualCountsAndEveryUtteranceOncePlusPadding) {
     size_t repeats = padded.size() - distinct;
     EXPECT_LT(repeats, static_cast<size_t>(world));
     EXPECT_EQ(repeats, (world - distinct % world) % world);
-    for (size_t k = 0; k < repeats; ++k) EXPECT_EQ(padded[distinct + k], padded[k]);
     std::set<size_t> repeated_utterances;
-    for (size_t k = 0; k < repeats; ++k) {
+    for (size_t k = distinct; k < padded.size(); ++k) {
+      EXPECT_EQ(padded[k], padded[k - world]);
       repeated_utterances.insert(padded[k].begin(), padded[k].end());
     }
     ASSERT_EQ(seen.size(), durations.size());  // every utterance at least once
@@ -209,53 +210,102 @@ double cost(const std::vector<size_t>& batch, const std::vector<double>& duratio
   return double(batch.size()) * longest;
 }
 
-TEST(Sampler, BalancedStepsTakeAdjacentCostsOfTheirWindow) {
-  auto durations = make_durations(503);
-  for (std::string mode : {"dynamic", "fixed"}) {
-    SamplerOptions plain;
-    plain.mode = mode;
-    plain.max_batch_seconds = 60;
-    plain.max_batch_utterances = 16;
-    plain.batch_size = 7;
-    plain.seed = 42;
-    SamplerOptions balanced = plain;
-    balanced.step_batches = 4;
-    const Batches unbalanced = Sampler(durations, plain, 0, 1).epoch_batches(3);
-    const Batches batches = Sampler(durations, balanced, 0, 1).epoch_batches(3);
-
-    // The same batches, reordered.
-    Batches a = unbalanced, b = batches;
-    std::sort(a.begin(), a.end());
-    std::sort(b.begin(), b.end());
-    ASSERT_EQ(a, b) << mode;
-
-    // Brute force: within each window of 16 steps, no batch outside a full
-    // step costs strictly between that step's cheapest and dearest batch.
-    double spread = 0, plain_spread = 0;
-    size_t steps = 0;
-    for (size_t window = 0; window < batches.size(); window += 64) {
-      const size_t end = std::min(window + 64, batches.size());
-      for (size_t step = window; step + 4 <= end; step += 4, ++steps) {
-        double low = 1e300, high = 0, plain_low = 1e300, plain_high = 0;
-        for (size_t k = step; k < step + 4; ++k) {
-          low = std::min(low, cost(batches[k], durations));
-          high = std::max(high, cost(batches[k], durations));
-          plain_low = std::min(plain_low, cost(unbalanced[k], durations));
-          plain_high = std::max(plain_high, cost(unbalanced[k], durations));
-        }
-        for (size_t k = window; k < end; ++k) {
-          if (k >= step && k < step + 4) continue;
-          const double c = cost(batches[k], durations);
-          ASSERT_FALSE(c > low && c < high)
-              << mode << ": batch " << k << " costs " << c << ", inside step " << step / 4 << "'s "
-              << low << ".." << high;
-        }
-        spread += high - low;
-        plain_spread += plain_high - plain_low;
+// Brute force over every step of `batches` (steps of `step` batches, the last
+// one possibly fewer): within its window (16 steps; the last window takes the
+// rest of the list), no batch outside a step costs strictly between that
+// step's cheapest and dearest batch.
+void check_adjacent_costs(const Batches& batches, const std::vector<double>& durations, size_t step,
+                          const std::string& label) {
+  const size_t window = 16 * step;
+  for (size_t begin = 0, end = 0; begin < batches.size(); begin = end) {
+    end = batches.size() - begin < 2 * window ? batches.size() : begin + window;
+    for (size_t first = begin; first < end; first += step) {
+      const size_t last = std::min(first + step, end);
+      double low = 1e300, high = 0;
+      for (size_t k = first; k < last; ++k) {
+        low = std::min(low, cost(batches[k], durations));
+        high = std::max(high, cost(batches[k], durations));
+      }
+      for (size_t k = begin; k < end; ++k) {
+        if (k >= first && k < last) continue;
+        const double c = cost(batches[k], durations);
+        EXPECT_FALSE(c > low && c < high)
+            << label << ": batch " << k << " costs " << c << ", inside step " << first / step
+            << "'s " << low << ".." << high;
       }
     }
-    // And so steps are far more even than a plain shuffle's.
-    EXPECT_LT(spread, plain_spread / 4) << mode << " over " << steps << " steps";
+  }
+}
+
+// The sum over steps of each step's cost spread.
+double cost_spread(const Batches& batches, const std::vector<double>& durations, size_t step) {
+  double spread = 0;
+  for (size_t first = 0; first < batches.size(); first += step) {
+    double low = 1e300, high = 0;
+    for (size_t k = first; k < std::min(first + step, batches.size()); ++k) {
+      low = std::min(low, cost(batches[k], durations));
+      high = std::max(high, cost(batches[k], durations));
+    }
+    spread += high - low;
+  }
+  return spread;
+}
+
+TEST(Sampler, BalancedStepsTakeAdjacentCostsOfTheirWindow) {
+  // 503 utterances make 100-odd dynamic and 72 fixed batches: windows of 16
+  // steps leave a remainder, and some world sizes need padding or trimming.
+  auto durations = make_durations(503);
+  struct Split {
+    int world, accumulation;
+  };
+  for (std::string mode : {"dynamic", "fixed"}) {
+    for (Split split : {Split{1, 4}, Split{2, 1}, Split{2, 3}, Split{3, 2}, Split{5, 1}}) {
+      for (bool drop_last : {false, true}) {
+        SamplerOptions plain;
+        plain.mode = mode;
+        plain.max_batch_seconds = 60;
+        plain.max_batch_utterances = 16;
+        plain.batch_size = 7;
+        plain.seed = 42;
+        plain.drop_last = drop_last;
+        SamplerOptions balanced = plain;
+        balanced.step_batches = split.world * split.accumulation;
+        const size_t step = size_t(balanced.step_batches);
+        const std::string label = mode + ", " + std::to_string(split.world) + " ranks x " +
+                                  std::to_string(split.accumulation) +
+                                  (drop_last ? ", drop_last" : ", padded");
+        const Batches unbalanced = interleave(all_ranks(durations, plain, split.world, 3));
+        const Batches batches = interleave(all_ranks(durations, balanced, split.world, 3));
+
+        // The same batches, reordered (trimmed, as many of them); padded, the
+        // copies are of the batch one step of ranks before.
+        std::set<std::vector<size_t>> a(unbalanced.begin(), unbalanced.end());
+        std::set<std::vector<size_t>> b(batches.begin(), batches.end());
+        ASSERT_EQ(batches.size(), unbalanced.size()) << label;
+        if (drop_last) {
+          SamplerOptions every_batch = plain;
+          every_batch.drop_last = false;
+          const Batches all = interleave(all_ranks(durations, every_batch, split.world, 3));
+          ASSERT_EQ(b.size(), batches.size()) << label;
+          for (const auto& batch : batches) {
+            ASSERT_NE(std::find(all.begin(), all.end(), batch), all.end()) << label;
+          }
+        } else {
+          ASSERT_EQ(a, b) << label;
+        }
+        for (size_t k = b.size(); k < batches.size(); ++k) {
+          EXPECT_EQ(batches[k], batches[k - size_t(split.world)]) << label << ": copy " << k;
+        }
+
+        // The balancing itself is on the distinct batches; the copies
+        // after them come from the step before.
+        const Batches distinct(batches.begin(), batches.begin() + std::ptrdiff_t(b.size()));
+        check_adjacent_costs(distinct, durations, step, label);
+        const double spread = cost_spread(batches, durations, step);
+        // And so steps are far more even than a plain shuffle's.
+        EXPECT_LT(spread, cost_spread(unbalanced, durations, step) / 4) << label;
+      }
+    }
   }
 }
 
