@@ -174,10 +174,12 @@ void GradientReducer::reduce_step() {
   for (Bucket& bucket : buckets_) bucket = Bucket{};
   posted_ = done_buckets_ = 0;
   auto sleep = kFirstPollSleep;
+  // What the last look under the lock saw: once finish() has closed the
+  // step, the wait below must not count that as news on every poll.
+  bool closed = false;
+  Clock::time_point closed_at;
   while (true) {
     size_t handed_out = 0;
-    bool closed = false;
-    Clock::time_point closed_at;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       // Nothing in flight: sleep until more is handed out. In flight: until

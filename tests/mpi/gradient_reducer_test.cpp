@@ -5,6 +5,8 @@
 // each layer, flat and hierarchical, over several steps. Gradients are
 // integers in [-1000, 1000], so every summation order gives the exact sum and
 // results compare with ==; real-valued gradients compare with a tolerance.
+// A rank late to mark its layers leaves the others' communication threads
+// polling, not spinning (their CPU time against the wait).
 // Sharded (ZeRO-1): after the reduce-scatter each rank's pieces hold the
 // plain all-reduce's sums, and an all-gather of a buffer that each rank
 // filled only in its own pieces gives every rank the whole buffer.
@@ -14,9 +16,11 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "src/base/error.h"
@@ -212,6 +216,33 @@ TEST(GradientReducer, ReusedOverSteps) {
       expect_equal(grads, expected, "step " + std::to_string(step));
       EXPECT_GE(reducer.last_wait_seconds(), 0.0);
     }
+  }
+}
+
+// While finish() waits for a rank that is late to mark its layers, the
+// communication thread polls with sleeps between: it must not spin. Rank 0
+// waits about 0.4 s; a spinning thread would use about that much CPU time, a
+// polling one a few milliseconds.
+TEST(GradientReducer, WaitingForALateRankDoesNotSpin) {
+  Context ctx = test_context();
+  if (ctx.world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const Layout& layout = large_layout();
+  std::vector<float> grads = integer_grads(layout, 5, ctx.world_rank());
+  const std::vector<float> expected = reference_sum(grads);
+  GradientReducer reducer(ctx, grads.data(), grads.size(),
+                          {.bucket_bytes = 16384, .first_bucket_bytes = 2048});
+  reducer.begin_step();
+  if (ctx.world_rank() == ctx.world_size() - 1) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  }
+  for (auto [offset, count] : layout.layers) reducer.on_grads_ready(offset, count);
+  reducer.finish();
+  expect_equal(grads, expected, "late rank");
+  if (ctx.world_rank() == 0) {
+    ASSERT_GT(reducer.last_wait_seconds(), 0.2);
+    EXPECT_LT(reducer.last_comm_cpu_seconds(), 0.25 * reducer.last_wait_seconds())
+        << "the communication thread used " << reducer.last_comm_cpu_seconds()
+        << " s of CPU while finish() waited " << reducer.last_wait_seconds() << " s";
   }
 }
 
