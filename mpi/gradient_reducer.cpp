@@ -19,6 +19,8 @@ namespace {
 // longest sleep is 62 KB of traffic, well within a TCP socket's buffers.
 constexpr auto kFirstPollSleep = std::chrono::microseconds(20);
 constexpr auto kLongestPollSleep = std::chrono::microseconds(500);
+// The longest once finish() waits: every poll's delay is then exposed.
+constexpr auto kLongestPollSleepInFinish = std::chrono::microseconds(50);
 
 }  // namespace
 
@@ -207,7 +209,8 @@ void GradientReducer::reduce_step() {
         abort_on_timeout(ctx_, "gradient all-reduce");
       }
     }
-    sleep = advanced ? kFirstPollSleep : std::min(2 * sleep, kLongestPollSleep);
+    sleep = advanced ? kFirstPollSleep
+                     : std::min(2 * sleep, closed ? kLongestPollSleepInFinish : kLongestPollSleep);
   }
 }
 
