@@ -198,9 +198,12 @@ template <typename T>
 void cpu_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset,
                                size_t n) {
   check_probability(p);
-  if (p == 0.0f || p == 1.0f) {
+  if (p == 0.0f) {
     cpu_swish_forward(out, inp, n);
-    if (p == 1.0f) cpu_dropout_forward(out, out, p, seed, offset, n);
+    return;
+  }
+  if (p == 1.0f) {  // zeroes, with no Swish to throw away
+    cpu_dropout_forward(out, inp, p, seed, offset, n);
     return;
   }
   apply_dropout(out, p, seed, offset, n,
