@@ -88,28 +88,41 @@ void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
   }
 }
 
-// The softmax of the scores x [L] in place, with their log-sum-exp.
+// Score rows are kScoreAlign-padded: a row of L scores is stored in
+// padded_length(L) elements, the ones after L set to -inf (exp gives 0), so
+// the vector loops over a row have no scalar tail (for L = 99 that tail took
+// a fifth of the softmax's samples).
+constexpr int kScoreAlign = 16;
+
+int padded_length(int L) {
+  return (L + kScoreAlign - 1) / kScoreAlign * kScoreAlign;
+}
+
+// x [padded] = exp(x - max) of the scores x [L] in place (0 after L); returns
+// their sum and writes their log-sum-exp. The caller divides by the sum.
 template <typename T>
-MPIASR_SIMD_CLONES void softmax_row(T* x, int L, T* lse) {
+MPIASR_SIMD_CLONES T unnormalized_softmax_row(T* x, int L, int padded, T* lse) {
+  for (int s = L; s < padded; ++s) x[s] = -std::numeric_limits<T>::infinity();
   T max = -INFINITY;
 #pragma omp simd reduction(max : max)
-  for (int s = 0; s < L; ++s) max = max > x[s] ? max : x[s];
+  for (int s = 0; s < padded; ++s) max = max > x[s] ? max : x[s];
   T sum = T(0);
 #pragma omp simd reduction(+ : sum)
-  for (int s = 0; s < L; ++s) {
+  for (int s = 0; s < padded; ++s) {
     x[s] = branchless_exp(x[s] - max);
     sum += x[s];
   }
-  const T inv = T(1) / sum;
-  for (int s = 0; s < L; ++s) x[s] *= inv;
   *lse = max + std::log(sum);
+  return sum;
 }
 
-// The probabilities exp(x - lse) of the scores x [L] in place.
+// The probabilities exp(x - lse) of the scores x [L] in place (0 after L, up
+// to padded).
 template <typename T>
-MPIASR_SIMD_CLONES void probabilities_row(T* x, int L, T lse) {
+MPIASR_SIMD_CLONES void probabilities_row(T* x, int L, int padded, T lse) {
+  for (int s = L; s < padded; ++s) x[s] = -std::numeric_limits<T>::infinity();
 #pragma omp simd
-  for (int s = 0; s < L; ++s) x[s] = branchless_exp(x[s] - lse);
+  for (int s = 0; s < padded; ++s) x[s] = branchless_exp(x[s] - lse);
 }
 
 void check_lengths(const int32_t* lengths, int B, int T_) {
@@ -132,10 +145,10 @@ MPIASR_SIMD_CLONES void cpu_attention_forward(T* out, T* lse, const T* qkv, cons
     // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
     const size_t head = size_t(T_) * Dh;
     std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), o(new T[head]);
-    std::unique_ptr<T[]> p(new T[size_t(T_) * T_]);
+    std::unique_ptr<T[]> p(new T[size_t(T_) * padded_length(T_)]), sums(new T[size_t(T_)]);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b], ld = padded_length(L);
       T* lse_row = lse + bh * T_;
       if (L == 0) {
         for (int t = 0; t < T_; ++t) {
@@ -147,12 +160,17 @@ MPIASR_SIMD_CLONES void cpu_attention_forward(T* out, T* lse, const T* qkv, cons
       gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
       gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
       gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
-      blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
-      for (int t = 0; t < T_; ++t) softmax_row(p.get() + int64_t(t) * L, L, &lse_row[t]);
-      blas_gemm<T>(false, false, T_, Dh, L, T(1), p.get(), L, v.get(), Dh, T(0), o.get(), Dh);
+      blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), ld);
+      for (int t = 0; t < T_; ++t)
+        sums[t] = unnormalized_softmax_row(p.get() + int64_t(t) * ld, L, ld, &lse_row[t]);
+      // o = exp(S - max) v, then each row divided by its sum: Dh divisions a
+      // row instead of L.
+      blas_gemm<T>(false, false, T_, Dh, L, T(1), p.get(), ld, v.get(), Dh, T(0), o.get(), Dh);
       for (int t = 0; t < T_; ++t) {
-        std::memcpy(out + ((int64_t(b) * T_ + t) * H + h) * Dh, o.get() + int64_t(t) * Dh,
-                    sizeof(T) * Dh);
+        const T inv = T(1) / sums[t];
+        const T* o_row = o.get() + int64_t(t) * Dh;
+        T* out_row = out + ((int64_t(b) * T_ + t) * H + h) * Dh;
+        for (int d = 0; d < Dh; ++d) out_row[d] = o_row[d] * inv;
       }
     }
   }
@@ -167,13 +185,13 @@ MPIASR_SIMD_CLONES void cpu_attention_backward(T* dqkv, const T* dout, const T* 
 #pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
   {
     // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
-    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * T_;
+    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * padded_length(T_);
     std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), d_out(new T[head]);
-    std::unique_ptr<T[]> o(new T[head]), dq(new T[head]), dk(new T[head]), dv(new T[head]);
+    std::unique_ptr<T[]> dq(new T[head]), dk(new T[head]), dv(new T[head]);
     std::unique_ptr<T[]> p(new T[scores]), ds(new T[scores]), row_dot(new T[size_t(T_)]);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b], ld = padded_length(L);
       const T* lse_row = lse + bh * T_;
       if (L == 0) {
         std::fill_n(dq.get(), head, T(0));
@@ -182,25 +200,27 @@ MPIASR_SIMD_CLONES void cpu_attention_backward(T* dqkv, const T* dout, const T* 
         gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
         gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
         gather_rows(d_out.get(), dout, b, h, T_, H, Dh);
-        gather_rows(o.get(), out, b, h, T_, H, Dh);
-        blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), L);
+        blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), ld);
         for (int t = 0; t < T_; ++t) {
+          const T* out_row = out + ((int64_t(b) * T_ + t) * H + h) * Dh;
           T dot = T(0);
-          for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * o[size_t(t) * Dh + d];
+          for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * out_row[d];
           row_dot[size_t(t)] = dot;
-          probabilities_row(p.get() + size_t(t) * L, L, lse_row[t]);
+          probabilities_row(p.get() + size_t(t) * ld, L, ld, lse_row[t]);
         }
         // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
-        blas_gemm<T>(true, false, L, Dh, T_, T(1), p.get(), L, d_out.get(), Dh, T(0), dv.get(), Dh);
-        blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.get(), Dh, v.get(), Dh, T(0), ds.get(), L);
+        blas_gemm<T>(true, false, L, Dh, T_, T(1), p.get(), ld, d_out.get(), Dh, T(0), dv.get(),
+                     Dh);
+        blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.get(), Dh, v.get(), Dh, T(0), ds.get(),
+                     ld);
         for (int t = 0; t < T_; ++t) {
           for (int s = 0; s < L; ++s) {
-            const size_t at = size_t(t) * L + s;
+            const size_t at = size_t(t) * ld + s;
             ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
           }
         }
-        blas_gemm<T>(false, false, T_, Dh, L, scale, ds.get(), L, k.get(), Dh, T(0), dq.get(), Dh);
-        blas_gemm<T>(true, false, L, Dh, T_, scale, ds.get(), L, q.get(), Dh, T(0), dk.get(), Dh);
+        blas_gemm<T>(false, false, T_, Dh, L, scale, ds.get(), ld, k.get(), Dh, T(0), dq.get(), Dh);
+        blas_gemm<T>(true, false, L, Dh, T_, scale, ds.get(), ld, q.get(), Dh, T(0), dk.get(), Dh);
       }
       scatter_head(dqkv, dq.get(), table, b, h, 0, T_, T_, H, Dh);
       scatter_head(dqkv, dk.get(), table, b, h, 1, L, T_, H, Dh);
