@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace mpiasr {
 
@@ -31,5 +32,17 @@ void cpu_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uin
 template <typename T>
 void cpu_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, uint64_t seed,
                                 uint64_t offset, size_t n);
+
+// The stream's random bits are drawn a tile of 256 elements at a time:
+// draw(bits, seed, tile) writes bits[e] = dropout_bits(seed, 256 tile + e),
+// e < 256. dropout_tile_generators() lists the generators this processor
+// runs, the fastest first, which is the one dropout uses (AVX-512, AVX2, then
+// portable C); the tests check each against kernels/philox.h.
+constexpr int kDropoutTileElements = 256;
+struct DropoutTileGenerator {
+  const char* name;
+  void (*draw)(uint32_t* bits, uint64_t seed, uint64_t tile);
+};
+std::vector<DropoutTileGenerator> dropout_tile_generators();
 
 }  // namespace mpiasr

@@ -102,6 +102,30 @@ TEST(Dropout, EveryElementFollowsTheScalarStream) {
   }
 }
 
+// Each tile generator this processor runs (AVX-512, AVX2, portable) against
+// the scalar stream, bit for bit: tiles near 0, across the 2^32 block
+// boundary of the counter's low word, and far into the stream, with both
+// halves of the seed set.
+TEST(Dropout, EveryTileGeneratorDrawsTheScalarStream) {
+  const std::vector<DropoutTileGenerator> generators = dropout_tile_generators();
+  ASSERT_FALSE(generators.empty());
+  EXPECT_STREQ(generators.back().name, "portable");
+  const uint64_t blocks_per_tile = kDropoutTileElements / kDropoutElementsPerBlock;
+  const uint64_t boundary = (uint64_t(1) << 32) / blocks_per_tile;  // first tile past 2^32 blocks
+  std::vector<uint32_t> bits(kDropoutTileElements);
+  for (const DropoutTileGenerator& generator : generators) {
+    for (uint64_t seed : {uint64_t(0), uint64_t(7), uint64_t(0x0123456789abcdefull)}) {
+      for (uint64_t tile : {uint64_t(0), uint64_t(1), boundary - 1, boundary, uint64_t(1) << 40}) {
+        generator.draw(bits.data(), seed, tile);
+        size_t mismatches = 0;
+        for (int e = 0; e < kDropoutTileElements; ++e)
+          mismatches += bits[size_t(e)] != dropout_bits(seed, tile * kDropoutTileElements + e);
+        EXPECT_EQ(mismatches, 0u) << generator.name << ", seed " << seed << ", tile " << tile;
+      }
+    }
+  }
+}
+
 TEST(Dropout, KeepRateAndScale) {
   const size_t n = 1000000;
   const std::vector<float> x(n, 1.0f);
