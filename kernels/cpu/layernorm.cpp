@@ -1,8 +1,10 @@
 // LayerNorm forward and backward, two-pass statistics (see layernorm.h).
 #include "kernels/cpu/layernorm.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/simd.h"
@@ -34,12 +36,17 @@ MPIASR_SIMD_CLONES void cpu_layernorm_forward(T* out, T* mean, T* rstd, const T*
   }
 }
 
+// Rows per chunk of the fused backward pass: each chunk sums its rows'
+// parameter gradients in row order, and the chunks' sums are added in chunk
+// order, so the result does not depend on the thread count.
+constexpr int kRowsPerChunk = 32;
+
 template <typename T>
 MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout,
                                                const T* inp, const T* weight, const T* mean,
                                                const T* rstd, int N, int C, bool accumulate) {
-  // The parameter gradients first, so that dinp may alias dout.
-  if (dweight || dbias) {
+  if (!dinp) {
+    // The parameter gradients alone: each thread a range of columns over all rows.
 #pragma omp parallel if (parallel_worth(int64_t(N) * C))
     {
       const auto [begin, end] = thread_columns<T>(C);
@@ -53,10 +60,18 @@ MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, co
         }
       }
     }
+    return;
   }
-  if (dinp) {
+  // One pass over the rows: a row's parameter gradients are taken from dout
+  // before its dinp is written (dinp may alias dout), while the row is in cache.
+  const bool params = dweight || dbias;
+  const int chunks = (N + kRowsPerChunk - 1) / kRowsPerChunk;
+  std::vector<T> chunk_sums(params ? size_t(chunks) * 2 * C : 0, T(0));  // per chunk: dw, db
 #pragma omp parallel for schedule(static) if (parallel_worth(int64_t(N) * C))
-    for (int n = 0; n < N; ++n) {
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    T* dw = params ? chunk_sums.data() + size_t(chunk) * 2 * C : nullptr;
+    T* db = params ? dw + C : nullptr;
+    for (int n = chunk * kRowsPerChunk; n < std::min(N, (chunk + 1) * kRowsPerChunk); ++n) {
       const T* x = inp + int64_t(n) * C;
       const T* dy = dout + int64_t(n) * C;
       T* dx = dinp + int64_t(n) * C;
@@ -68,12 +83,26 @@ MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, co
         sum_g += g;
         sum_g_xhat += g * (x[c] - m) * r;
       }
+      if (params) {
+        for (int c = 0; c < C; ++c) {
+          dw[c] += dy[c] * (x[c] - m) * r;
+          db[c] += dy[c];
+        }
+      }
       const T mean_g = sum_g / T(C), mean_g_xhat = sum_g_xhat / T(C);
       for (int c = 0; c < C; ++c) {
         const T g = dy[c] * (weight ? weight[c] : T(1));
         const T xhat = (x[c] - m) * r;
         dx[c] = (accumulate ? dx[c] : T(0)) + r * (g - mean_g - xhat * mean_g_xhat);
       }
+    }
+  }
+  for (int chunk = 0; chunk < chunks && params; ++chunk) {
+    const T* dw = chunk_sums.data() + size_t(chunk) * 2 * C;
+    const T* db = dw + C;
+    for (int c = 0; c < C; ++c) {
+      if (dweight) dweight[c] += dw[c];
+      if (dbias) dbias[c] += db[c];
     }
   }
 }

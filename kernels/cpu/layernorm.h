@@ -5,9 +5,11 @@
 // Backward (g = dout * w):
 //   dinp[n, c] (+)= rstd (g - mean_c(g) - xhat mean_c(g xhat))   (accumulated or written)
 //   dw[c] += sum_n dout xhat        db[c] += sum_n dout            (accumulated)
-// Rows are split over the OpenMP team for the statistics and dinp; columns for
-// dw and db, so every result is independent of the thread count. dinp may
-// alias dout when it is written (not accumulated).
+// Rows are split over the OpenMP team. Backward takes dw and db in the same
+// pass as dinp: rows in chunks of 32, each chunk's sums in row order, added
+// to dw and db in chunk order, so every result is independent of the thread
+// count (without dinp: columns split, all rows in order). dinp may alias
+// dout when it is written (not accumulated).
 #pragma once
 
 namespace mpiasr {
