@@ -45,25 +45,9 @@ template <typename T>
 MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, const T* dout,
                                                const T* inp, const T* weight, const T* mean,
                                                const T* rstd, int N, int C, bool accumulate) {
-  if (!dinp) {
-    // The parameter gradients alone: each thread a range of columns over all rows.
-#pragma omp parallel if (parallel_worth(int64_t(N) * C))
-    {
-      const auto [begin, end] = thread_columns<T>(C);
-      for (int n = 0; n < N; ++n) {
-        const T* x = inp + int64_t(n) * C;
-        const T* dy = dout + int64_t(n) * C;
-        const T m = mean[n], r = rstd[n];
-        for (int c = begin; c < end; ++c) {
-          if (dweight) dweight[c] += dy[c] * (x[c] - m) * r;
-          if (dbias) dbias[c] += dy[c];
-        }
-      }
-    }
-    return;
-  }
   // One pass over the rows: a row's parameter gradients are taken from dout
-  // before its dinp is written (dinp may alias dout), while the row is in cache.
+  // before its dinp is written (dinp may alias dout), while the row is in
+  // cache; dinp or the parameter gradients may be null.
   const bool params = dweight || dbias;
   const int chunks = (N + kRowsPerChunk - 1) / kRowsPerChunk;
   std::vector<T> chunk_sums(params ? size_t(chunks) * 2 * C : 0, T(0));  // per chunk: dw, db
@@ -74,20 +58,21 @@ MPIASR_SIMD_CLONES void cpu_layernorm_backward(T* dinp, T* dweight, T* dbias, co
     for (int n = chunk * kRowsPerChunk; n < std::min(N, (chunk + 1) * kRowsPerChunk); ++n) {
       const T* x = inp + int64_t(n) * C;
       const T* dy = dout + int64_t(n) * C;
-      T* dx = dinp + int64_t(n) * C;
       const T m = mean[n], r = rstd[n];
+      if (params) {
+        for (int c = 0; c < C; ++c) {
+          dw[c] += dy[c] * (x[c] - m) * r;
+          db[c] += dy[c];
+        }
+      }
+      if (!dinp) continue;
+      T* dx = dinp + int64_t(n) * C;
       T sum_g = T(0), sum_g_xhat = T(0);
 #pragma omp simd reduction(+ : sum_g, sum_g_xhat)
       for (int c = 0; c < C; ++c) {
         const T g = dy[c] * (weight ? weight[c] : T(1));
         sum_g += g;
         sum_g_xhat += g * (x[c] - m) * r;
-      }
-      if (params) {
-        for (int c = 0; c < C; ++c) {
-          dw[c] += dy[c] * (x[c] - m) * r;
-          db[c] += dy[c];
-        }
       }
       const T mean_g = sum_g / T(C), mean_g_xhat = sum_g_xhat / T(C);
       for (int c = 0; c < C; ++c) {

@@ -8,8 +8,7 @@
 // Rows are split over the OpenMP team. Backward takes dw and db in the same
 // pass as dinp: rows in chunks of 32, each chunk's sums in row order, added
 // to dw and db in chunk order, so every result is independent of the thread
-// count (without dinp: columns split, all rows in order). dinp may alias
-// dout when it is written (not accumulated).
+// count. dinp may alias dout when it is written (not accumulated).
 #pragma once
 
 namespace mpiasr {
