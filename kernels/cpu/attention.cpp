@@ -88,41 +88,62 @@ void gather_rows(T* x, const T* y, int b, int h, int T_, int H, int Dh) {
   }
 }
 
-// Score rows are kScoreAlign-padded: a row of L scores is stored in
-// padded_length(L) elements, the ones after L set to -inf (exp gives 0), so
-// the vector loops over a row have no scalar tail (for L = 99 that tail took
-// a fifth of the softmax's samples).
-constexpr int kScoreAlign = 16;
+// The scores are kept transposed, S^T [L, ld]: a row per key, a column per
+// query, the T queries padded with zeros to ld = padded_length(T) columns.
+// Softmax down a column is then a vector loop along the rows for 16 queries
+// at once, with no reduction across a vector and no scalar tail (a row-wise
+// softmax of L = 99 keys spent as long in its reductions as in its
+// exponentials).
+constexpr int kQueryAlign = 16;
 
-int padded_length(int L) {
-  return (L + kScoreAlign - 1) / kScoreAlign * kScoreAlign;
+int padded_length(int T_) {
+  return (T_ + kQueryAlign - 1) / kQueryAlign * kQueryAlign;
 }
 
-// x [padded] = exp(x - max) of the scores x [L] in place (0 after L); returns
-// their sum and writes their log-sum-exp. The caller divides by the sum.
+// Zeros in the padding columns [T, ld) of the L rows of st.
 template <typename T>
-MPIASR_SIMD_CLONES T unnormalized_softmax_row(T* x, int L, int padded, T* lse) {
-  for (int s = L; s < padded; ++s) x[s] = -std::numeric_limits<T>::infinity();
-  T max = -INFINITY;
-#pragma omp simd reduction(max : max)
-  for (int s = 0; s < padded; ++s) max = max > x[s] ? max : x[s];
-  T sum = T(0);
-#pragma omp simd reduction(+ : sum)
-  for (int s = 0; s < padded; ++s) {
-    x[s] = branchless_exp(x[s] - max);
-    sum += x[s];
-  }
-  *lse = max + std::log(sum);
-  return sum;
+void zero_padding_columns(T* st, int L, int T_, int ld) {
+  for (int s = 0; s < L; ++s) std::fill(st + int64_t(s) * ld + T_, st + int64_t(s + 1) * ld, T(0));
 }
 
-// The probabilities exp(x - lse) of the scores x [L] in place (0 after L, up
-// to padded).
+// st [L, ld] = exp(st - max) in place, the max and the sum taken down each
+// column (a query's scores, over the L keys): vector loops along the rows,
+// 16 queries at once, with no reduction across a vector (a row-wise softmax
+// of L = 99 spent as long in its reductions as in its exponentials).
 template <typename T>
-MPIASR_SIMD_CLONES void probabilities_row(T* x, int L, int padded, T lse) {
-  for (int s = L; s < padded; ++s) x[s] = -std::numeric_limits<T>::infinity();
+MPIASR_SIMD_CLONES void unnormalized_softmax_columns(T* st, int L, int ld, T* max, T* sums) {
+  std::fill(max, max + ld, -std::numeric_limits<T>::infinity());
+  for (int s = 0; s < L; ++s) {
+    const T* row = st + int64_t(s) * ld;
 #pragma omp simd
-  for (int s = 0; s < padded; ++s) x[s] = branchless_exp(x[s] - lse);
+    for (int t = 0; t < ld; ++t) max[t] = max[t] > row[t] ? max[t] : row[t];
+  }
+  std::fill(sums, sums + ld, T(0));
+  for (int s = 0; s < L; ++s) {
+    T* row = st + int64_t(s) * ld;
+#pragma omp simd
+    for (int t = 0; t < ld; ++t) {
+      row[t] = branchless_exp(row[t] - max[t]);
+      sums[t] += row[t];
+    }
+  }
+}
+
+// From the scores st and dP^T dst [L, ld], by column (query) t: the
+// probabilities P^T = exp(st - lse[t]) into st, and dS^T = P^T (dst - D[t])
+// into dst.
+template <typename T>
+MPIASR_SIMD_CLONES void probabilities_columns(T* st, T* dst, int L, int ld, const T* lse,
+                                              const T* query_dot) {
+  for (int s = 0; s < L; ++s) {
+    T* p = st + int64_t(s) * ld;
+    T* ds = dst + int64_t(s) * ld;
+#pragma omp simd
+    for (int t = 0; t < ld; ++t) {
+      p[t] = branchless_exp(p[t] - lse[t]);
+      ds[t] = p[t] * (ds[t] - query_dot[t]);
+    }
+  }
 }
 
 void check_lengths(const int32_t* lengths, int B, int T_) {
@@ -140,15 +161,17 @@ MPIASR_SIMD_CLONES void cpu_attention_forward(T* out, T* lse, const T* qkv, cons
                                               int B, int T_, int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
+  const int ld = padded_length(T_);
 #pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
   {
     // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
     const size_t head = size_t(T_) * Dh;
-    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), o(new T[head]);
-    std::unique_ptr<T[]> p(new T[size_t(T_) * padded_length(T_)]), sums(new T[size_t(T_)]);
+    std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), ot(new T[size_t(Dh) * ld]);
+    std::unique_ptr<T[]> st(new T[size_t(T_) * ld]), max(new T[size_t(ld)]),
+        sums(new T[size_t(ld)]);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-      const int b = int(bh / H), h = int(bh % H), L = lengths[b], ld = padded_length(L);
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
       T* lse_row = lse + bh * T_;
       if (L == 0) {
         for (int t = 0; t < T_; ++t) {
@@ -160,17 +183,18 @@ MPIASR_SIMD_CLONES void cpu_attention_forward(T* out, T* lse, const T* qkv, cons
       gather_head(q.get(), qkv, table, b, h, 0, T_, T_, H, Dh);
       gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
       gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
-      blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), ld);
-      for (int t = 0; t < T_; ++t)
-        sums[t] = unnormalized_softmax_row(p.get() + int64_t(t) * ld, L, ld, &lse_row[t]);
-      // o = exp(S - max) v, then each row divided by its sum: Dh divisions a
-      // row instead of L.
-      blas_gemm<T>(false, false, T_, Dh, L, T(1), p.get(), ld, v.get(), Dh, T(0), o.get(), Dh);
+      // S^T = scale k q^T [L, ld], a column per query; padding columns 0.
+      blas_gemm<T>(false, true, L, T_, Dh, scale, k.get(), Dh, q.get(), Dh, T(0), st.get(), ld);
+      zero_padding_columns(st.get(), L, T_, ld);
+      unnormalized_softmax_columns(st.get(), L, ld, max.get(), sums.get());
+      for (int t = 0; t < T_; ++t) lse_row[t] = max[t] + std::log(sums[t]);
+      // o^T = v^T exp(S^T - max) [Dh, ld], then each query's outputs divided
+      // by its sum: Dh divisions a query instead of L.
+      blas_gemm<T>(true, false, Dh, T_, L, T(1), v.get(), Dh, st.get(), ld, T(0), ot.get(), ld);
       for (int t = 0; t < T_; ++t) {
         const T inv = T(1) / sums[t];
-        const T* o_row = o.get() + int64_t(t) * Dh;
         T* out_row = out + ((int64_t(b) * T_ + t) * H + h) * Dh;
-        for (int d = 0; d < Dh; ++d) out_row[d] = o_row[d] * inv;
+        for (int d = 0; d < Dh; ++d) out_row[d] = ot[int64_t(d) * ld + t] * inv;
       }
     }
   }
@@ -182,17 +206,18 @@ MPIASR_SIMD_CLONES void cpu_attention_backward(T* dqkv, const T* dout, const T* 
                                                int H, int Dh, T scale) {
   check_lengths(lengths, B, T_);
   const RopeTable<T> table(T_, Dh);
+  const int ld = padded_length(T_);
 #pragma omp parallel if (parallel_worth(int64_t(B) * H * T_ * T_ * Dh))
   {
     // The thread's buffers, for any length up to T_ (left uninitialized: every use writes first).
-    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * padded_length(T_);
+    const size_t head = size_t(T_) * Dh, scores = size_t(T_) * ld;
     std::unique_ptr<T[]> q(new T[head]), k(new T[head]), v(new T[head]), d_out(new T[head]);
     std::unique_ptr<T[]> dq(new T[head]), dk(new T[head]), dv(new T[head]);
-    std::unique_ptr<T[]> p(new T[scores]), ds(new T[scores]), row_dot(new T[size_t(T_)]);
+    std::unique_ptr<T[]> pt(new T[scores]), dst(new T[scores]);
+    std::unique_ptr<T[]> column_lse(new T[size_t(ld)]), query_dot(new T[size_t(ld)]);
 #pragma omp for schedule(dynamic)
     for (int64_t bh = 0; bh < int64_t(B) * H; ++bh) {
-      const int b = int(bh / H), h = int(bh % H), L = lengths[b], ld = padded_length(L);
-      const T* lse_row = lse + bh * T_;
+      const int b = int(bh / H), h = int(bh % H), L = lengths[b];
       if (L == 0) {
         std::fill_n(dq.get(), head, T(0));
       } else {
@@ -200,27 +225,30 @@ MPIASR_SIMD_CLONES void cpu_attention_backward(T* dqkv, const T* dout, const T* 
         gather_head(k.get(), qkv, table, b, h, 1, L, T_, H, Dh);
         gather_head(v.get(), qkv, table, b, h, 2, L, T_, H, Dh);
         gather_rows(d_out.get(), dout, b, h, T_, H, Dh);
-        blas_gemm<T>(false, true, T_, L, Dh, scale, q.get(), Dh, k.get(), Dh, T(0), p.get(), ld);
+        // lse and D_t = dout_t . out_t by query; the padding columns get 0
+        // (and, with dP^T = 0 there, dS^T = 0).
+        std::copy_n(lse + bh * T_, T_, column_lse.get());
+        std::fill(column_lse.get() + T_, column_lse.get() + ld, T(0));
+        std::fill(query_dot.get() + T_, query_dot.get() + ld, T(0));
         for (int t = 0; t < T_; ++t) {
           const T* out_row = out + ((int64_t(b) * T_ + t) * H + h) * Dh;
           T dot = T(0);
           for (int d = 0; d < Dh; ++d) dot += d_out[size_t(t) * Dh + d] * out_row[d];
-          row_dot[size_t(t)] = dot;
-          probabilities_row(p.get() + size_t(t) * ld, L, ld, lse_row[t]);
+          query_dot[size_t(t)] = dot;
         }
-        // dv = P^T dout; dP = dout v^T; dS = P (dP - D); dq = scale dS k; dk = scale dS^T q
-        blas_gemm<T>(true, false, L, Dh, T_, T(1), p.get(), ld, d_out.get(), Dh, T(0), dv.get(),
-                     Dh);
-        blas_gemm<T>(false, true, T_, L, Dh, T(1), d_out.get(), Dh, v.get(), Dh, T(0), ds.get(),
+        // P^T = exp(scale k q^T - lse) [L, ld]; dP^T = v dout^T; dS^T = P^T (dP^T - D);
+        // dv = P^T dout; dk = scale dS^T q; dq = scale dS k.
+        blas_gemm<T>(false, true, L, T_, Dh, scale, k.get(), Dh, q.get(), Dh, T(0), pt.get(), ld);
+        blas_gemm<T>(false, true, L, T_, Dh, T(1), v.get(), Dh, d_out.get(), Dh, T(0), dst.get(),
                      ld);
-        for (int t = 0; t < T_; ++t) {
-          for (int s = 0; s < L; ++s) {
-            const size_t at = size_t(t) * ld + s;
-            ds[at] = p[at] * (ds[at] - row_dot[size_t(t)]);
-          }
-        }
-        blas_gemm<T>(false, false, T_, Dh, L, scale, ds.get(), ld, k.get(), Dh, T(0), dq.get(), Dh);
-        blas_gemm<T>(true, false, L, Dh, T_, scale, ds.get(), ld, q.get(), Dh, T(0), dk.get(), Dh);
+        zero_padding_columns(pt.get(), L, T_, ld);
+        zero_padding_columns(dst.get(), L, T_, ld);
+        probabilities_columns(pt.get(), dst.get(), L, ld, column_lse.get(), query_dot.get());
+        blas_gemm<T>(false, false, L, Dh, T_, T(1), pt.get(), ld, d_out.get(), Dh, T(0), dv.get(),
+                     Dh);
+        blas_gemm<T>(false, false, L, Dh, T_, scale, dst.get(), ld, q.get(), Dh, T(0), dk.get(),
+                     Dh);
+        blas_gemm<T>(true, false, T_, Dh, L, scale, dst.get(), ld, k.get(), Dh, T(0), dq.get(), Dh);
       }
       scatter_head(dqkv, dq.get(), table, b, h, 0, T_, T_, H, Dh);
       scatter_head(dqkv, dk.get(), table, b, h, 1, L, T_, H, Dh);

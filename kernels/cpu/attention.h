@@ -11,8 +11,9 @@
 //   dk_s = scale sum_t dS[t, s] q_t
 // and writes dqkv (overwritten) with dq, dk rotated back; dk = dv = 0 for
 // keys s >= L. One (b, h) at a time per thread on BLAS (blas_gemm), its
-// T x L scores in a buffer of its own: memory O(T L) per thread, none kept
-// between the passes.
+// scores in a buffer of its own, transposed (L x T, a column per query, so
+// that softmax runs down the columns 16 queries at a time): memory O(T L)
+// per thread, none kept between the passes.
 #pragma once
 
 #include <cstdint>
