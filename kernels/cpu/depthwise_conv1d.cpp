@@ -3,6 +3,9 @@
 #include "kernels/cpu/depthwise_conv1d.h"
 
 #include <algorithm>
+#include <memory>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
@@ -22,90 +25,155 @@ void check_shape(const int32_t* lengths, int B, int T_, int K) {
   }
 }
 
-// wt[k, c] = W[c, k]
+// wt[k, c] = W[c, k], or W[c, K - 1 - k] with reversed (the taps of the input gradient).
 template <typename T>
-std::vector<T> transpose_weight(const T* weight, int C, int K) {
+std::vector<T> transpose_weight(const T* weight, int C, int K, bool reversed) {
   std::vector<T> wt(size_t(K) * C);
   for (int c = 0; c < C; ++c)
-    for (int k = 0; k < K; ++k) wt[size_t(k) * C + c] = weight[size_t(c) * K + k];
+    for (int k = 0; k < K; ++k)
+      wt[size_t(reversed ? K - 1 - k : k) * C + c] = weight[size_t(c) * K + k];
   return wt;
+}
+
+// Each utterance's frames [0, L_b) between pad zero frames on either side:
+// xp [B, T + 2 pad, C], xp[b, s + pad] = x[b, s] for s < L_b, and 0 from L_b
+// on. With it every tap of every valid frame reads a row.
+template <typename T>
+std::unique_ptr<T[]> zero_padded(const T* x, const int32_t* lengths, int B, int T_, int C,
+                                 int pad) {
+  const int64_t padded_frames = T_ + 2 * pad;
+  std::unique_ptr<T[]> xp(new T[size_t(B * padded_frames * C)]);
+#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(B) * T_ * C))
+  for (int b = 0; b < B; ++b) {
+    T* utterance = xp.get() + b * padded_frames * C;
+    const int64_t frames = lengths[b];
+    std::fill_n(utterance, int64_t(pad) * C, T(0));
+    std::copy_n(x + int64_t(b) * T_ * C, frames * C, utterance + int64_t(pad) * C);
+    std::fill(utterance + (pad + frames) * C, utterance + padded_frames * C, T(0));
+  }
+  return xp;
+}
+
+// Rows whose outputs (or taps) a register block computes together.
+constexpr int kBlockRows = 8;
+
+// f(std::integral_constant<int, R>(), first) for blocks [first, first + R)
+// that cover [0, n): R = kBlockRows while that fits, then 4, 2 and 1 (a block
+// of R rows keeps R sums in flight, so single rows would wait on each sum).
+template <typename F>
+void for_row_blocks(int n, F&& f) {
+  int i = 0;
+  for (; i + kBlockRows <= n; i += kBlockRows) f(std::integral_constant<int, kBlockRows>(), i);
+  if (i + 4 <= n) f(std::integral_constant<int, 4>(), std::exchange(i, i + 4));
+  if (i + 2 <= n) f(std::integral_constant<int, 2>(), std::exchange(i, i + 2));
+  if (i < n) f(std::integral_constant<int, 1>(), i);
+}
+
+// y[r, c] = start + sum_{k < n} a[k, c] xp[r + k, c] for rows r < R and
+// channels [c_begin, c_end), start = init[c], or y[r, c] itself where init is
+// null. The output rows with a = the weight [K, C] (n = K taps), the weight
+// gradient's taps with a = the output gradient (n = frames). A vector of
+// channels at a time, its R sums in registers over k: per k one load of a
+// and R of xp for R multiply-adds (one row at a time would also load and
+// store its sum at every k, and wait on it).
+template <typename T, int R>
+MPIASR_SIMD_CLONES void shifted_products(T* y, const T* a, const T* xp, const T* init, int n, int C,
+                                         int c_begin, int c_end) {
+  constexpr int kLanes = int(64 / sizeof(T));
+  int c0 = c_begin;
+  for (; c0 + kLanes <= c_end; c0 += kLanes) {
+    T acc[R][kLanes];
+    for (int r = 0; r < R; ++r)
+      std::copy_n(init ? init + c0 : y + int64_t(r) * C + c0, kLanes, acc[r]);
+    for (int k = 0; k < n; ++k) {
+      const T* ak = a + int64_t(k) * C + c0;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const T* x = xp + int64_t(r + k) * C + c0;
+#pragma omp simd
+        for (int l = 0; l < kLanes; ++l) acc[r][l] += ak[l] * x[l];
+      }
+    }
+    for (int r = 0; r < R; ++r) std::copy_n(acc[r], kLanes, y + int64_t(r) * C + c0);
+  }
+  for (int c = c0; c < c_end; ++c) {
+    for (int r = 0; r < R; ++r) {
+      T sum = init ? init[c] : y[int64_t(r) * C + c];
+      for (int k = 0; k < n; ++k) sum += a[int64_t(k) * C + c] * xp[int64_t(r + k) * C + c];
+      y[int64_t(r) * C + c] = sum;
+    }
+  }
+}
+
+// out [B, T, C]: rows t < L_b = shifted_products of the taps over xp (zero_padded) from init [C],
+// in blocks of kBlockRows rows; rows t >= L_b = 0.
+template <typename T>
+void correlate(T* out, const T* xp, const T* wt, const T* init, const int32_t* lengths, int B,
+               int T_, int C, int K) {
+  const int64_t padded_frames = T_ + K - 1;
+  const int blocks = (T_ + kBlockRows - 1) / kBlockRows;
+#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * C * K))
+  for (int b = 0; b < B; ++b) {
+    for (int block = 0; block < blocks; ++block) {
+      const int t0 = block * kBlockRows, rows = std::min(kBlockRows, T_ - t0);
+      const int valid = std::clamp(lengths[b] - t0, 0, rows);
+      T* y = out + (int64_t(b) * T_ + t0) * C;
+      const T* x = xp + (b * padded_frames + t0) * C;
+      for_row_blocks(valid, [&](auto block_rows, int r) {
+        shifted_products<T, decltype(block_rows)::value>(y + int64_t(r) * C, wt, x + int64_t(r) * C,
+                                                         init, K, C, 0, C);
+      });
+      std::fill(y + int64_t(valid) * C, y + int64_t(rows) * C, T(0));
+    }
+  }
 }
 
 }  // namespace
 
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight,
-                                                     const T* bias, const int32_t* lengths, int B,
-                                                     int T_, int C, int K) {
+void cpu_depthwise_conv1d_forward(T* out, const T* inp, const T* weight, const T* bias,
+                                  const int32_t* lengths, int B, int T_, int C, int K) {
   check_shape(lengths, B, T_, K);
-  const std::vector<T> wt = transpose_weight(weight, C, K);
-  const int pad = (K - 1) / 2;
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * C * K))
-  for (int b = 0; b < B; ++b) {
-    for (int t = 0; t < T_; ++t) {
-      const int valid = lengths[b];
-      T* y = out + (int64_t(b) * T_ + t) * C;
-      if (t >= valid) {
-        std::fill(y, y + C, T(0));
-        continue;
-      }
-      for (int c = 0; c < C; ++c) y[c] = bias ? bias[c] : T(0);
-      const int k_begin = std::max(0, pad - t), k_end = std::min(K, valid - t + pad);
-      for (int k = k_begin; k < k_end; ++k) {
-        const T* x = inp + (int64_t(b) * T_ + t + k - pad) * C;
-        const T* w = wt.data() + size_t(k) * C;
-        for (int c = 0; c < C; ++c) y[c] += w[c] * x[c];
-      }
-    }
-  }
+  const std::unique_ptr<T[]> xp = zero_padded(inp, lengths, B, T_, C, (K - 1) / 2);
+  const std::vector<T> bias_or_zero = bias ? std::vector<T>(bias, bias + C) : std::vector<T>(C);
+  correlate(out, xp.get(), transpose_weight(weight, C, K, false).data(), bias_or_zero.data(),
+            lengths, B, T_, C, K);
 }
 
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
-                                                      const T* inp, const T* weight,
-                                                      const int32_t* lengths, int B, int T_, int C,
-                                                      int K) {
+void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* inp,
+                                   const T* weight, const int32_t* lengths, int B, int T_, int C,
+                                   int K) {
   check_shape(lengths, B, T_, K);
   const int pad = (K - 1) / 2;
+  // dinp[s] = sum_k W[K - 1 - k] dout[s + k - P]: the same tap sums with the
+  // taps reversed, over the zero-padded output gradient.
   if (dinp) {
-    const std::vector<T> wt = transpose_weight(weight, C, K);
-#pragma omp parallel for schedule(static) collapse(2) if (parallel_worth(int64_t(B) * T_ * C * K))
-    for (int b = 0; b < B; ++b) {
-      for (int s = 0; s < T_; ++s) {
-        const int valid = lengths[b];
-        T* dx = dinp + (int64_t(b) * T_ + s) * C;
-        std::fill(dx, dx + C, T(0));
-        if (s >= valid) continue;
-        // Output t = s - k + pad reads input s through tap k.
-        const int k_begin = std::max(0, s + pad - valid + 1), k_end = std::min(K, s + pad + 1);
-        for (int k = k_begin; k < k_end; ++k) {
-          const T* dy = dout + (int64_t(b) * T_ + s - k + pad) * C;
-          const T* w = wt.data() + size_t(k) * C;
-          for (int c = 0; c < C; ++c) dx[c] += w[c] * dy[c];
-        }
-      }
-    }
+    const std::unique_ptr<T[]> dyp = zero_padded(dout, lengths, B, T_, C, pad);
+    correlate(dinp, dyp.get(), transpose_weight(weight, C, K, true).data(),
+              std::vector<T>(C).data(), lengths, B, T_, C, K);
   }
   if (!dweight && !dbias) return;
+  const std::unique_ptr<T[]> xp = zero_padded(inp, lengths, B, T_, C, pad);
+  const int64_t padded_frames = T_ + 2 * pad;
 #pragma omp parallel if (parallel_worth(int64_t(B) * T_ * C * K))
   {
     const auto [c_begin, c_end] = thread_columns<T>(C);
     std::vector<T> dwt(size_t(K) * C, T(0));  // [K, C], this thread's channels only
     for (int b = 0; b < B; ++b) {
       const int valid = lengths[b];
-      for (int t = 0; t < valid; ++t) {
-        const T* dy = dout + (int64_t(b) * T_ + t) * C;
-        if (dbias) {
-          for (int c = c_begin; c < c_end; ++c) dbias[c] += dy[c];
-        }
-        if (!dweight) continue;
-        const int k_begin = std::max(0, pad - t), k_end = std::min(K, valid - t + pad);
-        for (int k = k_begin; k < k_end; ++k) {
-          const T* x = inp + (int64_t(b) * T_ + t + k - pad) * C;
-          T* dw = dwt.data() + size_t(k) * C;
-          for (int c = c_begin; c < c_end; ++c) dw[c] += dy[c] * x[c];
-        }
+      const T* dy = dout + int64_t(b) * T_ * C;
+      if (dbias) {
+        for (int t = 0; t < valid; ++t)
+          for (int c = c_begin; c < c_end; ++c) dbias[c] += dy[int64_t(t) * C + c];
       }
+      if (!dweight) continue;
+      // Tap k of frame t reads xp row t + k of utterance b.
+      const T* x = xp.get() + b * padded_frames * C;
+      for_row_blocks(K, [&](auto block_taps, int k) {
+        shifted_products<T, decltype(block_taps)::value>(
+            dwt.data() + int64_t(k) * C, dy, x + int64_t(k) * C, nullptr, valid, C, c_begin, c_end);
+      });
     }
     if (dweight) {
       for (int c = c_begin; c < c_end; ++c)
