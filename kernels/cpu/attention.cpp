@@ -107,9 +107,7 @@ void zero_padding_columns(T* st, int L, int T_, int ld) {
 }
 
 // st [L, ld] = exp(st - max) in place, the max and the sum taken down each
-// column (a query's scores, over the L keys): vector loops along the rows,
-// 16 queries at once, with no reduction across a vector (a row-wise softmax
-// of L = 99 spent as long in its reductions as in its exponentials).
+// column (a query's scores, over the L keys).
 template <typename T>
 MPIASR_SIMD_CLONES void unnormalized_softmax_columns(T* st, int L, int ld, T* max, T* sums) {
   std::fill(max, max + ld, -std::numeric_limits<T>::infinity());
