@@ -52,8 +52,9 @@
 # whole machine's CPU time, over the whole run (start-up included), spent in
 # the kernel (system, irq, softirq: on the emulated network, TCP through the
 # veth pairs, which real nodes would spend on their own cores) and idle
-# (cores with nothing to run: ranks asleep waiting for a slower one). "vs compute" is the step time over the
-# compute-only (or alone) step time. The first --warmup steps are left out.
+# (cores with nothing to run: ranks asleep waiting for a slower one).
+# "vs compute" is the step time over the compute-only (or alone) step time.
+# The first --warmup steps are left out.
 # The table goes to OUT/table.txt, and as Markdown, with the conditions (date,
 # CPU, load average, steps, rounds, link rate), to OUT/table.md.
 #
