@@ -132,14 +132,15 @@ one_bucket=(--distributed.bucket_mb=4096 --distributed.first_bucket_mb=4096)
 results="$out/results.jsonl"
 : >"$results"
 
-# record NAME GROUP KIND RANKS THREADS CPU_BEFORE CPU_AFTER DIR...: appends
-# the figures of the runs in DIR... (one for an MPI job, several for
-# processes run at once); CPU_BEFORE and CPU_AFTER are the machine's "cpu"
-# line of /proc/stat from before and after them.
+# record NAME GROUP KIND RANKS THREADS CPU_BEFORE DIR...: appends the
+# figures of the runs in DIR... (one for an MPI job, several for processes
+# run at once), just ended; CPU_BEFORE is the machine's "cpu" line of
+# /proc/stat from before they started.
 record() {
   /usr/bin/python3 - "$warmup" "$results" "$round" "$@" <<'EOF'
 import json, sys
-warmup, results, round_, name, group, kind, ranks, threads, cpu_before, cpu_after, *dirs = sys.argv[1:]
+warmup, results, round_, name, group, kind, ranks, threads, cpu_before, *dirs = sys.argv[1:]
+cpu_after = open("/proc/stat").readline()
 # user nice system idle iowait irq softirq steal: the machine's CPU time during the runs
 spent = [b - a for a, b in zip(*([int(v) for v in line.split()[1:9]] for line in (cpu_before, cpu_after)))]
 user, nice, system, idle, iowait, irq, softirq, steal = spent
@@ -180,8 +181,7 @@ train() {
     echo "bench-scaling.sh: the run $name failed (log $out/$name.log)" >&2
     exit 1
   fi
-  record "$name" "$group" "$kind" "$ranks" "$threads_per_rank" "$cpu_before" \
-    "$(head -n 1 /proc/stat)" "$out/$name"
+  record "$name" "$group" "$kind" "$ranks" "$threads_per_rank" "$cpu_before" "$out/$name"
 }
 
 # alone NAME GROUP COUNT ENTER -- OVERRIDES...: COUNT single-rank trainings at
@@ -204,7 +204,7 @@ alone() {
   for k in "${!pids[@]}"; do
     wait "${pids[$k]}" || { tail -n 20 "${dirs[$k]}.log" >&2; echo "bench-scaling.sh: $name failed" >&2; exit 1; }
   done
-  record "$name" "$group" alone "$count" 1 "$cpu_before" "$(head -n 1 /proc/stat)" "${dirs[@]}"
+  record "$name" "$group" alone "$count" 1 "$cpu_before" "${dirs[@]}"
 }
 
 run_here() { shift; "$@"; }  # the ENTER of processes on this machine
