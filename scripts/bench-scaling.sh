@@ -52,7 +52,9 @@
 # whole machine's CPU time, over the whole run (start-up included), spent in
 # the kernel (system, irq, softirq: on the emulated network, TCP through the
 # veth pairs, which real nodes would spend on their own cores) and idle
-# (cores with nothing to run: ranks asleep waiting for a slower one).
+# (cores with nothing to run: ranks asleep waiting for a slower one);
+# ctxt/s the machine's context switches a second over the run (every wake of
+# a sleeping thread, e.g. each poll of a communication thread, costs two).
 # "vs compute" is the step time over the compute-only (or alone) step time.
 # The first --warmup steps are left out.
 # The table goes to OUT/table.txt, and as Markdown, with the conditions (date,
@@ -132,17 +134,27 @@ one_bucket=(--distributed.bucket_mb=4096 --distributed.first_bucket_mb=4096)
 results="$out/results.jsonl"
 : >"$results"
 
-# record NAME GROUP KIND RANKS THREADS CPU_BEFORE DIR...: appends the
+# machine_counters: the machine's "cpu" line of /proc/stat, its count of
+# context switches (ctxt) and the time, on one line.
+machine_counters() { echo "$(head -n 1 /proc/stat) $(grep '^ctxt ' /proc/stat) $(date +%s.%N)"; }
+
+# record NAME GROUP KIND RANKS THREADS COUNTERS_BEFORE DIR...: appends the
 # figures of the runs in DIR... (one for an MPI job, several for processes
-# run at once), just ended; CPU_BEFORE is the machine's "cpu" line of
-# /proc/stat from before they started.
+# run at once), just ended; COUNTERS_BEFORE is machine_counters from before
+# they started.
 record() {
   /usr/bin/python3 - "$warmup" "$results" "$round" "$@" <<'EOF'
-import json, sys
-warmup, results, round_, name, group, kind, ranks, threads, cpu_before, *dirs = sys.argv[1:]
-cpu_after = open("/proc/stat").readline()
+import json, sys, time
+warmup, results, round_, name, group, kind, ranks, threads, before, *dirs = sys.argv[1:]
+with open("/proc/stat") as stat:
+    lines = stat.read().splitlines()
+after = f"{lines[0]} {next(line for line in lines if line.startswith('ctxt '))} {time.time()}"
+def counters(line):
+    fields = line.split()
+    return [int(v) for v in fields[1:9]], int(fields[fields.index("ctxt") + 1]), float(fields[-1])
+(cpu_before, ctxt_before, t_before), (cpu_after, ctxt_after, t_after) = map(counters, (before, after))
 # user nice system idle iowait irq softirq steal: the machine's CPU time during the runs
-spent = [b - a for a, b in zip(*([int(v) for v in line.split()[1:9]] for line in (cpu_before, cpu_after)))]
+spent = [b - a for a, b in zip(cpu_before, cpu_after)]
 user, nice, system, idle, iowait, irq, softirq, steal = spent
 def timed(path):
     records = [json.loads(line) for line in open(path) if '"train"' in line]
@@ -156,7 +168,8 @@ row = {"round": int(round_), "name": name, "group": group, "kind": kind, "ranks"
        "step_ms": mean([mean([r["step_ms"] for r in run]) for run in runs]),
        "loader_cpu_ms": mean([mean([r["loader_cpu_ms"] for r in run]) for run in runs]),
        "kernel_pct": 100 * (system + irq + softirq) / sum(spent),
-       "idle_pct": 100 * (idle + iowait) / sum(spent)}
+       "idle_pct": 100 * (idle + iowait) / sum(spent),
+       "ctxt_per_s": (ctxt_after - ctxt_before) / (t_after - t_before)}
 for key in ("comm_wait_ms", "comm_exposed_ms", "comm_cpu_ms"):
     values = [r[key] for run in runs for r in run if key in r]
     row[key] = mean(values)
@@ -173,15 +186,15 @@ train() {
   shift
   rm -rf "${out:?}/$name"
   echo "  round $round: $name" >&2
-  local cpu_before
-  cpu_before=$(head -n 1 /proc/stat)
+  local before
+  before=$(machine_counters)
   if ! timeout 3600 ${launcher[@]+"${launcher[@]}"} "$mpiasr" train "${common[@]}" \
     --output.dir="$out/$name" --training.threads="$threads_per_rank" "$@" >"$out/$name.log" 2>&1; then
     tail -n 20 "$out/$name.log" >&2
     echo "bench-scaling.sh: the run $name failed (log $out/$name.log)" >&2
     exit 1
   fi
-  record "$name" "$group" "$kind" "$ranks" "$threads_per_rank" "$cpu_before" "$out/$name"
+  record "$name" "$group" "$kind" "$ranks" "$threads_per_rank" "$before" "$out/$name"
 }
 
 # alone NAME GROUP COUNT ENTER -- OVERRIDES...: COUNT single-rank trainings at
@@ -190,9 +203,9 @@ train() {
 alone() {
   local name="$1" group="$2" count="$3" enter="$4"
   shift 5
-  local pids=() dirs=() k cpu_before
+  local pids=() dirs=() k before
   echo "  round $round: $name" >&2
-  cpu_before=$(head -n 1 /proc/stat)
+  before=$(machine_counters)
   for ((k = 1; k <= count; ++k)); do
     rm -rf "${out:?}/$name-$k"
     dirs+=("$out/$name-$k")
@@ -204,7 +217,7 @@ alone() {
   for k in "${!pids[@]}"; do
     wait "${pids[$k]}" || { tail -n 20 "${dirs[$k]}.log" >&2; echo "bench-scaling.sh: $name failed" >&2; exit 1; }
   done
-  record "$name" "$group" alone "$count" 1 "$cpu_before" "${dirs[@]}"
+  record "$name" "$group" alone "$count" 1 "$before" "${dirs[@]}"
 }
 
 run_here() { shift; "$@"; }  # the ENTER of processes on this machine
@@ -324,7 +337,8 @@ for name in names:
                   "ranks": mine[0]["ranks"], "threads": mine[0]["threads"],
                   **{key: summary([r[key] for r in mine])
                      for key in ("audio_s_per_s", "step_ms", "comm_wait_ms", "comm_exposed_ms",
-                                 "comm_cpu_ms", "loader_cpu_ms", "kernel_pct", "idle_pct")},
+                                 "comm_cpu_ms", "loader_cpu_ms", "kernel_pct", "idle_pct",
+                                 "ctxt_per_s")},
                   **{key: summary([e[key] for e in extra]) for key in ("hidden", "versus", "wait_share")}})
 
 def speed_ratio(ranks_kind, threads_kind):
@@ -347,7 +361,7 @@ for label, ranks_kind, threads_kind in (("equal work", "flat", "threads"),
 print(conditions)
 print(f"{'run':<22} {'ranks':>5} {'thr':>3} {'audio-s/s':>9} {'step ms':>8} {'wait ms':>8} "
       f"{'wait%':>6} {'exposed':>7} {'hidden%':>7} {'vs compute':>10} {'comm cpu':>8} {'loader cpu':>10} "
-      f"{'kernel%':>7} {'idle%':>5}")
+      f"{'kernel%':>7} {'idle%':>5} {'ctxt/s':>7}")
 group = None
 for row in table:
     if row["group"] != group:
@@ -359,7 +373,7 @@ for row in table:
           f"{fmt(row['hidden'], '.0f'):>7} "
           f"{fmt(row['versus'], '.3f'):>10} {fmt(row['comm_cpu_ms'], '.1f'):>8} "
           f"{fmt(row['loader_cpu_ms'], '.1f'):>10} {fmt(row['kernel_pct'], '.1f'):>7} "
-          f"{fmt(row['idle_pct'], '.1f'):>5}")
+          f"{fmt(row['idle_pct'], '.1f'):>5} {fmt(row['ctxt_per_s'], '.0f'):>7}")
 for note in notes:
     print(note)
 
@@ -367,20 +381,21 @@ with open(markdown, "w") as out:
     out.write(f"Measured {conditions}.\n\n")
     out.write("| run | ranks x threads | audio-s/s | step ms | comm wait ms | comm wait % of step "
               "| exposed ms | % hidden | step / compute-only | comm thread CPU ms/step | loader CPU ms/step "
-              "| machine CPU in the kernel % | machine CPU idle % |\n")
-    out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+              "| machine CPU in the kernel % | machine CPU idle % | context switches /s |\n")
+    out.write("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
     group = None
     for row in table:
         if row["group"] != group:
             group = row["group"]
-            out.write(f"| **{group}** | | | | | | | | | | | | |\n")
+            out.write(f"| **{group}** | | | | | | | | | | | | | |\n")
         out.write(f"| {row['name']} | {row['ranks']} x {row['threads']} "
                   f"| {fmt(row['audio_s_per_s'], '.1f', True)} | {fmt(row['step_ms'], '.0f')} "
                   f"| {fmt(row['comm_wait_ms'], '.0f')} | {fmt(row['wait_share'], '.1f', True)} "
                   f"| {fmt(row['comm_exposed_ms'], '.0f', True)} "
                   f"| {fmt(row['hidden'], '.0f', True)} | {fmt(row['versus'], '.2f', True)} "
                   f"| {fmt(row['comm_cpu_ms'], '.0f')} | {fmt(row['loader_cpu_ms'], '.0f')} "
-                  f"| {fmt(row['kernel_pct'], '.1f', True)} | {fmt(row['idle_pct'], '.1f', True)} |\n")
+                  f"| {fmt(row['kernel_pct'], '.1f', True)} | {fmt(row['idle_pct'], '.1f', True)} "
+                  f"| {fmt(row['ctxt_per_s'], '.0f', True)} |\n")
     out.write("\n" + "".join(f"- {note}\n" for note in notes))
 EOF
 echo "load average after: $load_after; logs and metrics in $out; the table as Markdown in $out/table.md"
