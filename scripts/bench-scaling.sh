@@ -8,7 +8,7 @@
 #       [--steps N] [--warmup N] [--threads T] [--build DIR] [--out DIR] [--utterances N]
 #
 # The README's scaling table is this, on an otherwise idle machine:
-#   scripts/bench-scaling.sh --local --net 2x2 --net 4x1 --rounds 3
+#   scripts/bench-scaling.sh --local --net 2x1 --net 2x2 --net 4x1 --rounds 3
 #
 #   --local         this machine, shared memory (the default when --net is not given):
 #     mixed 1 rank x T threads, T ranks x 1 thread   the generated corpus
