@@ -143,12 +143,11 @@ machine_counters() { echo "$(head -n 1 /proc/stat) $(grep '^ctxt ' /proc/stat) $
 # run at once), just ended; COUNTERS_BEFORE is machine_counters from before
 # they started.
 record() {
-  /usr/bin/python3 - "$warmup" "$results" "$round" "$@" <<'EOF'
-import json, sys, time
-warmup, results, round_, name, group, kind, ranks, threads, before, *dirs = sys.argv[1:]
-with open("/proc/stat") as stat:
-    lines = stat.read().splitlines()
-after = f"{lines[0]} {next(line for line in lines if line.startswith('ctxt '))} {time.time()}"
+  local after
+  after=$(machine_counters)
+  /usr/bin/python3 - "$warmup" "$results" "$round" "$after" "$@" <<'EOF'
+import json, sys
+warmup, results, round_, after, name, group, kind, ranks, threads, before, *dirs = sys.argv[1:]
 def counters(line):
     fields = line.split()
     return [int(v) for v in fields[1:9]], int(fields[fields.index("ctxt") + 1]), float(fields[-1])
