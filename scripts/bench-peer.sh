@@ -5,9 +5,10 @@
 # scripts/pytorch/bench_train_step.py (the same model, batch and step), at 1
 # and 2 threads, for a few rounds. Prints each round and the medians: audio
 # seconds per second, mpiasr's share of the sgemm ceiling (peak_frac) and the
-# ratio mpiasr / PyTorch. Both run with OMP_WAIT_POLICY=passive, and
-# model_bench with the OpenBLAS core that `mpiasr --version` names (as the
-# mpiasr program does).
+# ratio mpiasr / PyTorch. Both run with the OpenMP wait settings that
+# `mpiasr --version` names (OMP_WAIT_POLICY and GOMP_SPINCOUNT, which the
+# mpiasr program sets for itself; PyTorch's libgomp reads them too), and
+# model_bench with the OpenBLAS core it names (as the mpiasr program does).
 #
 #   scripts/bench-peer.sh --python /tmp/torchpeer/bin/python [--rounds 3] [--build DIR]
 #
@@ -31,17 +32,26 @@ while (($# > 0)); do
 done
 [[ -n "$python" ]] || { echo "bench-peer.sh: give --python (a Python with PyTorch 2.x)" >&2; exit 2; }
 [[ "$rounds" =~ ^[1-9][0-9]*$ ]] || { echo "bench-peer.sh: --rounds '$rounds' is not a positive number" >&2; exit 2; }
-[[ -x "$build/model_bench" ]] || { echo "bench-peer.sh: no $build/model_bench (build it first)" >&2; exit 1; }
+for program in model_bench mpiasr; do
+  [[ -x "$build/$program" ]] || { echo "bench-peer.sh: no $build/$program (build it first)" >&2; exit 1; }
+done
 "$python" -c 'import torch, sys; sys.exit(int(torch.__version__.split(".")[0]) < 2)' ||
   { echo "bench-peer.sh: $python has no PyTorch 2.x" >&2; exit 2; }
-export OMP_WAIT_POLICY=passive
-# model_bench runs the OpenBLAS core that the mpiasr program runs: mpiasr
-# picks one where OpenBLAS took the CPU for a generic one (README, "A CPU
-# newer than OpenBLAS"), and model_bench does not.
-if [[ -z "${OPENBLAS_CORETYPE:-}" && -x "$build/mpiasr" ]]; then
-  core=$("$build/mpiasr" --version | sed -n 's/^BLAS: .*, core \([A-Za-z0-9]*\)$/\1/p')
+# Both programs run under the settings the mpiasr program runs with: its
+# OpenMP waits (src/main.cpp), and the OpenBLAS core it picks where OpenBLAS
+# took the CPU for a generic one (README, "A CPU newer than OpenBLAS"), which
+# model_bench does not pick for itself.
+version=$("$build/mpiasr" --version)
+export OMP_WAIT_POLICY GOMP_SPINCOUNT
+OMP_WAIT_POLICY=$(sed -n 's/^OpenMP: OMP_WAIT_POLICY=\([^,]*\),.*/\1/p' <<<"$version")
+GOMP_SPINCOUNT=$(sed -n 's/^OpenMP: .*GOMP_SPINCOUNT=\(.*\)$/\1/p' <<<"$version")
+[[ "$OMP_WAIT_POLICY" != unset ]] || unset OMP_WAIT_POLICY
+[[ "$GOMP_SPINCOUNT" != unset ]] || unset GOMP_SPINCOUNT
+if [[ -z "${OPENBLAS_CORETYPE:-}" ]]; then
+  core=$(sed -n 's/^BLAS: .*, core \([A-Za-z0-9]*\)$/\1/p' <<<"$version")
   if [[ -n "$core" ]]; then export OPENBLAS_CORETYPE="$core"; fi
 fi
+echo "OpenMP: OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-unset}, GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-unset}"
 
 results=$(mktemp)
 trap 'rm -f "$results"' EXIT

@@ -2,6 +2,7 @@
 // MPIASR_CUDA_ARCHITECTURES come from CMakeLists.txt.
 #include "src/build_info.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include "kernels/cpu/gemm.h"
@@ -14,6 +15,15 @@
 #endif
 
 namespace mpiasr {
+namespace {
+
+// An environment variable's value, or "unset".
+std::string environment_value(const char* name) {
+  const char* value = std::getenv(name);
+  return value ? value : "unset";
+}
+
+}  // namespace
 
 #if MPIASR_WITH_CUDA
 namespace {
@@ -56,6 +66,8 @@ std::string version_text() {
 #endif
   out << "MPI: " << mpi::mpi_library_version() << "\n"
       << "BLAS: " << blas_description() << "\n"
+      << "OpenMP: OMP_WAIT_POLICY=" << environment_value("OMP_WAIT_POLICY")
+      << ", GOMP_SPINCOUNT=" << environment_value("GOMP_SPINCOUNT") << "\n"
       << "compiler: "
 #if defined(__clang__)
       << "Clang " << __clang_major__ << "." << __clang_minor__ << "." << __clang_patchlevel__

@@ -179,6 +179,12 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
   }
   CpuBackend<float> backend(threads);
   out << "backend: " << backend.name() << " per rank\n";
+  if (threads > ctx.default_threads()) {
+    out << "note: training.threads = " << threads
+        << " is more than this rank's share of its cores (" << ctx.default_threads()
+        << "): ranks whose threads share a core wait for each other at "
+        << "every parallel region (README, \"mpirun\")\n";
+  }
   Trainer<float, float> trainer(config, ctx, backend, threads, out);
   return trainer.run(options);
 }

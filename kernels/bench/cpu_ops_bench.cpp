@@ -5,8 +5,8 @@
 // read + written once) for memory-bound ops. A plain OpenBLAS sgemm 2048^3 on
 // its own threads gives the machine's ceiling for the kernel OpenBLAS picked
 // (printed as openblas_corename in the context). The mpiasr program runs with
-// OMP_WAIT_POLICY=passive unless told otherwise (src/main.cpp); set it here
-// too for comparable figures (the context shows the policy in effect).
+// the OpenMP wait settings that `mpiasr --version` names (src/main.cpp); set
+// them here too for comparable figures (the context shows those in effect).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <omp.h>
@@ -429,8 +429,10 @@ BENCHMARK(BM_sum_squares)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->Us
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  benchmark::AddCustomContext("OMP_WAIT_POLICY", wait_policy ? wait_policy : "unset");
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = std::getenv(name);
+    benchmark::AddCustomContext(name, value ? value : "unset");
+  }
   std::printf("OpenBLAS core: %s\n", openblas_get_corename());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

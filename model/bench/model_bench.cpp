@@ -16,12 +16,14 @@
 // convolution of forward and backward; elementwise work not counted) and peak_frac, the ratio to a
 // plain OpenBLAS sgemm 2048^3 on the same number of threads (sgemm_peak, GFLOP/s: the median of
 // one sgemm run after every step, outside the timing). The context names the kernel OpenBLAS runs
-// (openblas_corename).
+// (openblas_corename) and the OpenMP wait settings in effect: run it with those that `mpiasr
+// --version` names (src/main.cpp), as scripts/bench-peer.sh does.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <random>
 #include <thread>
 #include <vector>
@@ -157,6 +159,10 @@ BENCHMARK(BM_small_step)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseReal
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = std::getenv(name);
+    benchmark::AddCustomContext(name, value ? value : "unset");
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

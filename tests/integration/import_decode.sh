@@ -23,14 +23,19 @@ exits_with() {
   expect_line "$log" "$regex" "exit $code"
 }
 
-# --version: version, commit, and the libraries the build holds.
-run_ok "$work/version.log" "$mpiasr" --version
+# --version: version, commit, the libraries the build holds and the OpenMP
+# wait settings, which the program sets for itself unless the user set one.
+run_ok "$work/version.log" env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT "$mpiasr" --version
 cat "$work/version.log"
 expect_line "$work/version.log" '^mpiasr [0-9]+\.[0-9]+\.[0-9]+$' "--version"
 expect_line "$work/version.log" '^commit: ([0-9a-f]{12}|unknown)$' "--version"
 expect_line "$work/version.log" '^CUDA: ' "--version"
 expect_line "$work/version.log" '^MPI: .*\(MPI [0-9]\.[0-9]\)$' "--version"
 expect_line "$work/version.log" '^BLAS: OpenBLAS .*, core ' "--version"
+expect_line "$work/version.log" '^OpenMP: OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=10000$' "--version"
+run_ok "$work/version-active.log" env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$mpiasr" --version
+expect_line "$work/version-active.log" '^OpenMP: OMP_WAIT_POLICY=active, GOMP_SPINCOUNT=unset$' \
+  "--version with the user's OMP_WAIT_POLICY"
 
 # LibriSpeech layout: speaker/chapter/speaker-chapter-NNNN.flac + trans.txt.
 count=0
