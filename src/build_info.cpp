@@ -2,9 +2,9 @@
 // MPIASR_CUDA_ARCHITECTURES come from CMakeLists.txt.
 #include "src/build_info.h"
 
-#include <cstdlib>
 #include <sstream>
 
+#include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
 #include "mpi/runtime.h"
 #if MPIASR_WITH_CUDA
@@ -15,15 +15,6 @@
 #endif
 
 namespace mpiasr {
-namespace {
-
-// An environment variable's value, or "unset".
-std::string environment_value(const char* name) {
-  const char* value = std::getenv(name);
-  return value ? value : "unset";
-}
-
-}  // namespace
 
 #if MPIASR_WITH_CUDA
 namespace {
@@ -66,8 +57,7 @@ std::string version_text() {
 #endif
   out << "MPI: " << mpi::mpi_library_version() << "\n"
       << "BLAS: " << blas_description() << "\n"
-      << "OpenMP: OMP_WAIT_POLICY=" << environment_value("OMP_WAIT_POLICY")
-      << ", GOMP_SPINCOUNT=" << environment_value("GOMP_SPINCOUNT") << "\n"
+      << "OpenMP: " << openmp_wait_settings() << "\n"
       << "compiler: "
 #if defined(__clang__)
       << "Clang " << __clang_major__ << "." << __clang_minor__ << "." << __clang_patchlevel__

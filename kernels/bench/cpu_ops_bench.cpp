@@ -429,10 +429,7 @@ BENCHMARK(BM_sum_squares)->Apply(thread_args)->Unit(benchmark::kMicrosecond)->Us
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
-  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
-    const char* value = std::getenv(name);
-    benchmark::AddCustomContext(name, value ? value : "unset");
-  }
+  benchmark::AddCustomContext("openmp_waits", mpiasr::openmp_wait_settings());
   std::printf("OpenBLAS core: %s\n", openblas_get_corename());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;

@@ -37,6 +37,15 @@ CpuBackend<T>::CpuBackend(int num_threads)
   openblas_set_num_threads(1);
 }
 
+std::string openmp_wait_settings() {
+  std::string settings;
+  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
+    const char* value = std::getenv(name);
+    settings += std::string(settings.empty() ? "" : ", ") + name + "=" + (value ? value : "unset");
+  }
+  return settings;
+}
+
 template <typename T>
 std::string CpuBackend<T>::name() const {
   // main() sets OPENBLAS_CORETYPE where OpenBLAS took the CPU for a generic one.

@@ -115,4 +115,10 @@ class CpuBackend : public Backend<T, T> {
 extern template class CpuBackend<float>;
 extern template class CpuBackend<double>;
 
+// The OpenMP wait settings in effect, as libgomp reads them when it is loaded:
+// "OMP_WAIT_POLICY=passive, GOMP_SPINCOUNT=10000" ("unset" for a variable not
+// set). The mpiasr program sets them for itself (src/main.cpp); `mpiasr
+// --version` and the benchmarks print them.
+std::string openmp_wait_settings();
+
 }  // namespace mpiasr

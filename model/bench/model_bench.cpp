@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <random>
 #include <thread>
 #include <vector>
@@ -159,10 +158,7 @@ BENCHMARK(BM_small_step)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseReal
 
 int main(int argc, char** argv) {
   benchmark::AddCustomContext("openblas_corename", openblas_get_corename());
-  for (const char* name : {"OMP_WAIT_POLICY", "GOMP_SPINCOUNT"}) {
-    const char* value = std::getenv(name);
-    benchmark::AddCustomContext(name, value ? value : "unset");
-  }
+  benchmark::AddCustomContext("openmp_waits", mpiasr::openmp_wait_settings());
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();
