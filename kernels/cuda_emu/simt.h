@@ -75,6 +75,8 @@
 #include <source_location>
 #include <type_traits>
 
+#include "kernels/bfloat16.h"
+
 #define __global__
 #define __device__
 #define __host__
@@ -518,34 +520,18 @@ inline __half2 h2exp(__half2 a) {
 
 // ---- bfloat16 (cuda_bf16.h) ----------------------------------------------------
 // __nv_bfloat16 holds the upper 16 bits of an IEEE binary32 (8 exponent bits,
-// 7 fraction bits). From float: round to nearest even on the bits, NaN stays
-// a quiet NaN, values beyond the largest bfloat16 by half an ulp become
-// infinite, as __float2bfloat16_rn; to float: exact. Arithmetic is done in
-// float and rounded once to bfloat16, which gives the correctly rounded result
-// for + - * (float has more than twice bfloat16's precision); fma rounds twice
-// (to float, then to bfloat16), which can differ from a fused result in the
-// last bit.
-
-namespace mpiasr::emu::detail {
-inline uint16_t float_to_bfloat16_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);  // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u);  // round to nearest, ties to the even pattern
-  return uint16_t(u >> 16);
-}
-inline float bfloat16_bits_to_float(uint16_t bits) {
-  const uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
-}  // namespace mpiasr::emu::detail
+// 7 fraction bits). From float (kernels/bfloat16.h): round to nearest even
+// on the bits, NaN stays a quiet NaN, values beyond the largest bfloat16 by
+// half an ulp become infinite, as __float2bfloat16_rn; to float: exact.
+// Arithmetic is done in float and rounded once to bfloat16, which gives the
+// correctly rounded result for + - * (float has more than twice bfloat16's
+// precision); fma rounds twice (to float, then to bfloat16), which can differ
+// from a fused result in the last bit.
 
 struct __nv_bfloat16 {
   __nv_bfloat16() = default;
-  __nv_bfloat16(float f) : bits(mpiasr::emu::detail::float_to_bfloat16_bits(f)) {}
-  operator float() const { return mpiasr::emu::detail::bfloat16_bits_to_float(bits); }
+  __nv_bfloat16(float f) : bits(mpiasr::float_to_bfloat16_bits(f)) {}
+  operator float() const { return mpiasr::bfloat16_bits_to_float(bits); }
   uint16_t bits;
 };
 
