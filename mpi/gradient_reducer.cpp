@@ -30,7 +30,8 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
       grads_(grads),
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
             "GradientReducer", options.shard ? size_t(ctx.world_size()) : 1),
-      shard_(options.shard) {
+      shard_(options.shard),
+      half_wire_(options.half_wire) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
   if (options.shard && options.hierarchical) {
     MPIASR_FAIL(ExitCode::kUsage,
@@ -73,7 +74,12 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
   for (const Round& round : rounds_) {
     requests_per_bucket_ =
         std::max(requests_per_bucket_, round.send_to.size() + (round.recv_from >= 0 ? 1 : 0));
-    if (round.reduce && scratch_.empty()) scratch_.resize(count);
+    if (half_wire_) {
+      if (!round.send_to.empty()) wire_sent_.resize(count);
+      if (round.recv_from >= 0) wire_received_.resize(count);
+    } else if (round.reduce) {
+      scratch_.resize(count);
+    }
   }
   for (size_t b = 0; b < plan_.num_buckets(); ++b) ranges_.push_back(plan_.bucket_range(b));
   buckets_.resize(ranges_.size());
@@ -233,13 +239,27 @@ void GradientReducer::post(size_t b) {
   MPI_Request* request = &requests_[b * requests_per_bucket_];
   if (round.recv_from >= 0) {
     const auto [data, n] = part(b, round.recv_part, round.parts);
-    float* into = round.reduce ? scratch_.data() + (data - grads_) : data;
-    MPI_CHECK(MPI_Irecv(into, n, MPI_FLOAT, round.recv_from, tag, round.comm, request++));
+    const size_t at = size_t(data - grads_);
+    if (half_wire_) {
+      MPI_CHECK(MPI_Irecv(wire_received_.data() + at, n, MPI_UINT16_T, round.recv_from, tag,
+                          round.comm, request++));
+    } else {
+      float* into = round.reduce ? scratch_.data() + at : data;
+      MPI_CHECK(MPI_Irecv(into, n, MPI_FLOAT, round.recv_from, tag, round.comm, request++));
+    }
   }
   if (!round.send_to.empty()) {
     const auto [data, n] = part(b, round.send_part, round.parts);
+    const void* message = data;
+    MPI_Datatype type = MPI_FLOAT;
+    if (half_wire_) {
+      uint16_t* wire = wire_sent_.data() + (data - grads_);
+      round_to_wire(*half_wire_, wire, data, size_t(n));
+      message = wire;
+      type = MPI_UINT16_T;
+    }
     for (int peer : round.send_to) {
-      MPI_CHECK(MPI_Isend(data, n, MPI_FLOAT, peer, tag, round.comm, request++));
+      MPI_CHECK(MPI_Isend(message, n, type, peer, tag, round.comm, request++));
     }
   }
   bucket.in_flight = true;
@@ -260,10 +280,17 @@ bool GradientReducer::progress() {
       continue;
     }
     const Round& round = rounds_[bucket.round];
-    if (round.reduce) {
+    if (round.recv_from >= 0) {
       const auto [data, n] = part(b, round.recv_part, round.parts);
-      const float* received = scratch_.data() + (data - grads_);
-      for (int i = 0; i < n; ++i) data[i] += received[i];
+      const size_t at = size_t(data - grads_);
+      if (half_wire_ && round.reduce) {
+        add_from_wire(*half_wire_, data, wire_received_.data() + at, size_t(n));
+      } else if (half_wire_) {
+        copy_from_wire(*half_wire_, data, wire_received_.data() + at, size_t(n));
+      } else if (round.reduce) {
+        const float* received = scratch_.data() + at;
+        for (int i = 0; i < n; ++i) data[i] += received[i];
+      }
     }
     ++bucket.round;
     post(b);

@@ -55,6 +55,11 @@
 // part p of a ring: rank p + 1's value, plus rank p + 2's, ..., plus rank
 // p's), never by timing, and every rank receives the same sums: results are
 // the same on every rank and from run to run.
+// 16-bit messages (options.half_wire, distributed.allreduce_dtype bf16 or
+// fp16): each part is rounded to the 16-bit type as it is sent, in grads as
+// well, so the sender keeps exactly what the others receive; a received part
+// is added in fp32. The sums are fp32 sums of 16-bit-rounded partial sums,
+// every rank ends with the same values, and the links carry half the bytes.
 #pragma once
 
 #include <mpi.h>
@@ -64,12 +69,14 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "mpi/bucket_plan.h"
 #include "mpi/communicator.h"
 #include "mpi/context.h"
+#include "mpi/half_wire.h"
 
 namespace mpiasr::mpi {
 
@@ -88,6 +95,10 @@ struct ReducerOptions {
   // Reduce-scatter instead of all-reduce, for the sharded optimizer (ZeRO-1);
   // the buffer must be whole pieces (see BucketPlan). Not with hierarchical.
   bool shard = false;
+  // The messages' type: fp32 when empty; bf16 or fp16 (mpi/half_wire.h)
+  // halve the bytes. Each part is rounded to it when sent, the sender keeping
+  // the rounded value, and added in fp32 when received.
+  std::optional<HalfWire> half_wire = std::nullopt;
 };
 
 class GradientReducer {
@@ -159,8 +170,11 @@ class GradientReducer {
   std::vector<Communicator> comms_;
   std::vector<Round> rounds_;       // this rank's, the same for every bucket
   size_t requests_per_bucket_ = 1;  // the most any round posts
-  std::vector<float> scratch_;      // received parts before they are added
-  int tag_limit_ = 32767;           // MPI_TAG_UB
+  std::vector<float> scratch_;      // received parts before they are added (fp32 messages)
+  std::optional<HalfWire> half_wire_;
+  std::vector<uint16_t> wire_sent_;      // 16-bit messages: parts as sent, laid out as grads
+  std::vector<uint16_t> wire_received_;  // and as received
+  int tag_limit_ = 32767;                // MPI_TAG_UB
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
 

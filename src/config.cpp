@@ -642,10 +642,6 @@ void check_config(const Config& c) {
   require(c.training.device != DeviceType::kCpu || c.precision.mode == Precision::kAuto ||
               c.precision.mode == Precision::kFp32,
           "precision.mode", to_string(c.precision.mode), "not available with training.device cpu");
-  require(c.training.device != DeviceType::kCpu ||
-              c.distributed.allreduce_dtype == AllreduceDtype::kFp32,
-          "distributed.allreduce_dtype", to_string(c.distributed.allreduce_dtype),
-          "not available with training.device cpu (the MPI all-reduce sums fp32)");
   require(c.training.device != DeviceType::kCpu || !c.training.cuda_graphs, "training.cuda_graphs",
           "true", "not available with training.device cpu");
   require(c.training.max_minutes >= 0, "training.max_minutes", c.training.max_minutes,

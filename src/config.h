@@ -235,9 +235,10 @@ struct DistributedConfig {
   // 1: ZeRO-1, AdamW's state sharded over the ranks (reduce-scatter of the
   // gradients, all-gather of the updated weights); 0: every rank keeps it all.
   int zero_stage = 0;
-  // The type the NCCL all-reduce moves and sums the fp32 gradients in (CUDA
-  // only; the CPU/MPI path all-reduces fp32): bf16 or fp16 halve the bytes,
-  // each bucket cast there and back on the communication stream.
+  // The type the gradient all-reduce moves the fp32 gradients in: bf16 or
+  // fp16 halve the bytes. NCCL also sums in it (each bucket cast there and
+  // back on the communication stream); the MPI reducer rounds each message
+  // to it and sums in fp32 (mpi/gradient_reducer.h).
   AllreduceDtype allreduce_dtype = AllreduceDtype::kFp32;
 
   bool operator==(const DistributedConfig&) const = default;

@@ -73,7 +73,7 @@ class ReducerSync final : public GradientSync {
 };
 
 // The MPI reducer's options from distributed.* (bucket sizes in MiB,
-// hierarchical, sharded for zero_stage 1), its ranges aligned to the
+// hierarchical, sharded for zero_stage 1, 16-bit messages), its ranges aligned to the
 // parameter store's padding.
 inline mpi::ReducerOptions reducer_options(const Config& config) {
   mpi::ReducerOptions reducer;
@@ -82,6 +82,11 @@ inline mpi::ReducerOptions reducer_options(const Config& config) {
   reducer.hierarchical = config.distributed.hierarchical;
   reducer.range_alignment = kParameterAlignment;
   reducer.shard = config.distributed.zero_stage == 1;
+  if (config.distributed.allreduce_dtype == AllreduceDtype::kBf16) {
+    reducer.half_wire = mpi::HalfWire::kBf16;
+  } else if (config.distributed.allreduce_dtype == AllreduceDtype::kFp16) {
+    reducer.half_wire = mpi::HalfWire::kFp16;
+  }
   return reducer;
 }
 

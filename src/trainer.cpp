@@ -169,14 +169,6 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
                 "training.cuda_graphs = true needs the CUDA backend; this run "
                 "trains on the CPU (set training.cuda_graphs to false)");
   }
-  if (config.distributed.allreduce_dtype != AllreduceDtype::kFp32) {
-    MPIASR_FAIL(ExitCode::kUsage,
-                "distributed.allreduce_dtype = "
-                    << to_string(config.distributed.allreduce_dtype)
-                    << " needs the CUDA backend (the NCCL all-reduce); this run trains on the "
-                       "CPU, whose MPI all-reduce sums fp32 (set distributed.allreduce_dtype to "
-                       "fp32)");
-  }
   CpuBackend<float> backend(threads);
   out << "backend: " << backend.name() << " per rank\n";
   if (threads > ctx.default_threads()) {

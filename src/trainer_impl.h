@@ -248,6 +248,10 @@ void Trainer<Act, Acc>::build_model() {
   } else if (ctx_.world_size() > 1) {
     reducer_ = std::make_unique<ReducerSync<mpi::GradientReducer>>(
         ctx_, model_->params().grad(), model_->params().size(), reducer_options(config_));
+    log_ << "gradient " << (sharded_ ? "reduce-scatter" : "all-reduce") << ": MPI over "
+         << ctx_.world_size() << " ranks, "
+         << (config_.distributed.hierarchical ? "hierarchical" : "ring") << ", messages in "
+         << to_string(config_.distributed.allreduce_dtype) << "\n";
   }
   optimizer_ = std::make_unique<Optimizer<Act, Acc>>(
       model_->params(), adamw_config(config_),

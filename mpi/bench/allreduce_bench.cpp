@@ -11,6 +11,10 @@
 //    hidden = 1 - exposed_ms / (the same with compute_us 0) is the share of
 //    the all-reduce that backward hid. comm_cpu_ms is the CPU time of the
 //    reducer's communication thread per step (the cost of its progress).
+//    wire 0 sends fp32, 1 bf16, 2 fp16 (distributed.allreduce_dtype).
+//  - BM_RoundToWire/N, BM_AddFromWire/N: the 16-bit messages' casts
+//    (mpi/half_wire.h) over N floats, one thread, as the communication
+//    thread makes them around every message; format 1 bf16, 2 fp16.
 // Run by hand; every rank must run the same benchmarks, so iteration counts
 // are fixed and rank 0 alone reports:
 //   mpirun -np 2 build/allreduce_bench
@@ -22,6 +26,7 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <optional>
 #include <vector>
 
 #include "mpi/context.h"
@@ -32,6 +37,13 @@ namespace {
 
 using mpiasr::mpi::Context;
 using mpiasr::mpi::GradientReducer;
+using mpiasr::mpi::HalfWire;
+
+// 0: fp32 messages; 1: bf16; 2: fp16.
+std::optional<HalfWire> wire_of(int64_t arg) {
+  if (arg == 0) return std::nullopt;
+  return arg == 1 ? HalfWire::kBf16 : HalfWire::kFp16;
+}
 
 Context* g_ctx = nullptr;
 
@@ -82,7 +94,9 @@ void BM_Reducer(benchmark::State& state) {
   const size_t layers = 40, layer = params / layers;
   std::vector<float> grads(layers * layer, 1.0f);
   GradientReducer reducer(*g_ctx, grads.data(), grads.size(),
-                          {.bucket_bytes = bucket_bytes, .hierarchical = hierarchical});
+                          {.bucket_bytes = bucket_bytes,
+                           .hierarchical = hierarchical,
+                           .half_wire = wire_of(state.range(4))});
   double exposed = 0, comm_cpu = 0;
   MPI_Barrier(g_ctx->world_comm());
   for (auto _ : state) {
@@ -116,12 +130,49 @@ BENCHMARK(BM_OneAllreduce)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Reducer)
-    ->ArgsProduct({{3500000}, {0, 2500, 20000}, {1024, 2048, 25600}, {0, 1}})
-    ->ArgsProduct({{30000000}, {0, 2500}, {2048, 25600}, {0, 1}})
-    ->ArgNames({"params", "compute_us", "bucket_kb", "hierarchical"})
+    ->ArgsProduct({{3500000}, {0, 2500, 20000}, {1024, 2048, 25600}, {0, 1}, {0}})
+    ->ArgsProduct({{3500000}, {0, 2500, 20000}, {1024}, {0, 1}, {1, 2}})
+    ->ArgsProduct({{30000000}, {0, 2500}, {2048, 25600}, {0, 1}, {0}})
+    ->ArgsProduct({{30000000}, {0, 2500}, {2048}, {0, 1}, {1}})
+    ->ArgNames({"params", "compute_us", "bucket_kb", "hierarchical", "wire"})
     ->Iterations(10)
     ->UseRealTime()
     ->Unit(benchmark::kMillisecond);
+
+void BM_RoundToWire(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  const HalfWire format = *wire_of(state.range(1));
+  std::vector<float> values(n, 1.2345f);
+  std::vector<uint16_t> wire(n);
+  for (auto _ : state) {
+    mpiasr::mpi::round_to_wire(format, wire.data(), values.data(), n);
+    benchmark::DoNotOptimize(wire.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * n * (sizeof(float) * 2 + 2)));
+}
+
+void BM_AddFromWire(benchmark::State& state) {
+  const size_t n = size_t(state.range(0));
+  const HalfWire format = *wire_of(state.range(1));
+  std::vector<float> values(n, 1.0f);
+  std::vector<uint16_t> wire(n, 0);
+  for (auto _ : state) {
+    mpiasr::mpi::add_from_wire(format, values.data(), wire.data(), n);
+    benchmark::DoNotOptimize(values.data());
+  }
+  state.SetBytesProcessed(int64_t(state.iterations() * n * (sizeof(float) * 2 + 2)));
+}
+
+// 64 K floats (a bucket's part in L2) and 1.75 M (half the `small` preset's
+// gradients: one ring round's part at 2 ranks).
+BENCHMARK(BM_RoundToWire)
+    ->ArgsProduct({{1 << 16, 1750000}, {1, 2}})
+    ->ArgNames({"n", "format"})
+    ->Iterations(50);
+BENCHMARK(BM_AddFromWire)
+    ->ArgsProduct({{1 << 16, 1750000}, {1, 2}})
+    ->ArgNames({"n", "format"})
+    ->Iterations(50);
 
 // Rank 0 reports; the others run silently.
 class SilentReporter : public benchmark::BenchmarkReporter {

@@ -7,6 +7,8 @@
 // results compare with ==; real-valued gradients compare with a tolerance.
 // A rank late to mark its layers leaves the others' communication threads
 // polling, not spinning (their CPU time against the wait).
+// 16-bit messages (bf16, fp16): exact sums of small integers; real values
+// the same on every rank, within the formats' rounding of the exact sum.
 // Sharded (ZeRO-1): after the reduce-scatter each rank's pieces hold the
 // plain all-reduce's sums, and an all-gather of a buffer that each rank
 // filled only in its own pieces gives every rank the whole buffer.
@@ -16,10 +18,12 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -48,10 +52,11 @@ Layout make_layout(const std::vector<size_t>& sizes) {
   return layout;
 }
 
-// Integer-valued gradients, different on every rank and step; padding is 0.
-std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank) {
+// Integer-valued gradients in [-bound, bound], different on every rank and
+// step; padding is 0.
+std::vector<float> integer_grads(const Layout& layout, uint32_t seed, int rank, int bound = 1000) {
   std::mt19937 generator(seed * 7919u + uint32_t(rank));
-  std::uniform_int_distribution<int> value(-1000, 1000);
+  std::uniform_int_distribution<int> value(-bound, bound);
   std::vector<float> grads(layout.total, 0.0f);
   for (auto [offset, count] : layout.layers) {
     for (size_t i = 0; i < count; ++i) grads[offset + i] = float(value(generator));
@@ -197,6 +202,93 @@ TEST(GradientReducer, HierarchicalMatchesFlatOnRealValues) {
     const double tolerance = 2 * eps * ctx.world_size() * magnitude[i] + 1e-30;
     ASSERT_NEAR(flat[i], exact[i], tolerance) << "flat, element " << i;
     ASSERT_NEAR(hierarchical[i], exact[i], tolerance) << "hierarchical, element " << i;
+  }
+}
+
+// 16-bit messages: with integers of at most 256 / world size in magnitude,
+// every partial sum is an integer of at most 256, exact in bf16 (8
+// significant bits) and fp16, so the sums equal MPI_Allreduce's exactly.
+TEST(GradientReducer, HalfWireSumsSmallIntegersExactly) {
+  Context ctx = test_context();
+  const Layout& layout = large_layout();
+  const int bound = 256 / ctx.world_size();
+  for (HalfWire wire : {HalfWire::kBf16, HalfWire::kFp16}) {
+    for (bool hierarchical : {false, true}) {
+      const std::string what = std::string(wire == HalfWire::kBf16 ? "bf16" : "fp16") +
+                               (hierarchical ? ", hierarchical" : ", flat");
+      std::vector<float> grads(layout.total);
+      GradientReducer reducer(ctx, grads.data(), grads.size(),
+                              {.bucket_bytes = 16384,
+                               .first_bucket_bytes = 2048,
+                               .hierarchical = hierarchical,
+                               .half_wire = wire});
+      for (uint32_t step = 0; step < 2; ++step) {
+        const std::vector<float> fresh = integer_grads(layout, 300 + step, ctx.world_rank(), bound);
+        std::copy(fresh.begin(), fresh.end(), grads.begin());
+        const std::vector<float> expected = reference_sum(grads);
+        reduce_step(reducer, layout, Order::kBackward, step);
+        expect_equal(grads, expected, what + ", step " + std::to_string(step));
+      }
+    }
+  }
+}
+
+// 16-bit messages, real values: every rank ends with the same bits, each a
+// value of the 16-bit type (the sender keeps what it sent), within the
+// rounding of W partial sums of the exact sum: W x u x sum |g|, u = 2^-8 for
+// bf16 and 2^-11 for fp16.
+TEST(GradientReducer, HalfWireRealValuesAreTheSameOnEveryRank) {
+  Context ctx = test_context();
+  if (ctx.world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const size_t n = 50000;
+  for (HalfWire wire : {HalfWire::kBf16, HalfWire::kFp16}) {
+    for (bool hierarchical : {false, true}) {
+      const std::string what = std::string(wire == HalfWire::kBf16 ? "bf16" : "fp16") +
+                               (hierarchical ? ", hierarchical" : ", flat");
+      std::mt19937 generator(99 + uint32_t(ctx.world_rank()));
+      std::normal_distribution<float> normal(0.0f, 1.0f);
+      std::vector<float> grads(n);
+      for (float& g : grads) g = normal(generator);
+      std::vector<double> exact(grads.begin(), grads.end());
+      std::vector<double> magnitude(n);
+      for (size_t i = 0; i < n; ++i) magnitude[i] = std::fabs(exact[i]);
+      MPI_Allreduce(MPI_IN_PLACE, exact.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      MPI_Allreduce(MPI_IN_PLACE, magnitude.data(), int(n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+      GradientReducer reducer(ctx, grads.data(), n,
+                              {.bucket_bytes = 20000,
+                               .first_bucket_bytes = 4000,
+                               .hierarchical = hierarchical,
+                               .half_wire = wire});
+      reducer.begin_step();
+      reducer.on_grads_ready(0, n);
+      reducer.finish();
+
+      // Every rank checks all its values, then all ranks fail together: a
+      // rank that left the test early would leave the others in its
+      // collectives.
+      std::vector<float> rank0 = grads;
+      MPI_Bcast(rank0.data(), int(n), MPI_FLOAT, 0, MPI_COMM_WORLD);
+      const double u = wire == HalfWire::kBf16 ? 0x1p-8 : 0x1p-11;
+      long bad = 0;
+      std::string first;
+      for (size_t i = 0; i < n; ++i) {
+        const bool is_16_bit = wire == HalfWire::kBf16
+                                   ? (std::bit_cast<uint32_t>(grads[i]) & 0xffffu) == 0
+                                   : float(static_cast<_Float16>(grads[i])) == grads[i];
+        const double error = std::fabs(double(grads[i]) - exact[i]);
+        std::string problem = grads[i] != rank0[i] ? "differs from rank 0's"
+                              : !is_16_bit         ? "is not a 16-bit value"
+                              : error > ctx.world_size() * u * magnitude[i]
+                                  ? "is " + std::to_string(error) + " from the exact sum"
+                                  : "";
+        if (!problem.empty() && bad++ == 0) {
+          first = "element " + std::to_string(i) + " = " + std::to_string(grads[i]) + " " + problem;
+        }
+      }
+      long bad_anywhere = bad;
+      MPI_Allreduce(MPI_IN_PLACE, &bad_anywhere, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+      ASSERT_EQ(bad_anywhere, 0) << what << ", " << bad << " wrong on this rank; " << first;
+    }
   }
 }
 
