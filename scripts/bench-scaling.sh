@@ -26,6 +26,8 @@
 #                    namespaces: the same cores and loaders, no all-reduce
 #     flat           the ring all-reduce over all ranks, 1 MB buckets
 #     flat, 1 bucket one all-reduce after backward: no overlap
+#     flat-bf16      the ring with bf16 messages (distributed.allreduce_dtype):
+#                    half the bytes; and its 1-bucket run
 #     hierarchical   (R > 1) within nodes, ring among node leaders
 #     hier., 1 bucket
 #   --local and --net may both be given; --net may be given several times
@@ -264,6 +266,10 @@ EOF
   train "$tag-flat" "$group" flat "$ranks" 1 "${fake[@]}" -- --data.train_manifest="$out/equal.tsv"
   train "$tag-flat-1bucket" "$group" flat-1bucket "$ranks" 1 "${fake[@]}" -- \
     --data.train_manifest="$out/equal.tsv" "${one_bucket[@]}"
+  train "$tag-flat-bf16" "$group" flat-bf16 "$ranks" 1 "${fake[@]}" -- \
+    --data.train_manifest="$out/equal.tsv" --distributed.allreduce_dtype=bf16
+  train "$tag-flat-bf16-1bucket" "$group" flat-bf16-1bucket "$ranks" 1 "${fake[@]}" -- \
+    --data.train_manifest="$out/equal.tsv" --distributed.allreduce_dtype=bf16 "${one_bucket[@]}"
   if ((ranks_per_node > 1)); then
     train "$tag-hier" "$group" hierarchical "$ranks" 1 "${fake[@]}" -- \
       --data.train_manifest="$out/equal.tsv" --distributed.hierarchical=true
@@ -305,7 +311,7 @@ def derived(row):
     """hidden %, step / compute-only step, wait % of this row, within its round."""
     whole = find(row["round"], row["group"], row["kind"] + "-1bucket")
     hidden = None
-    if whole and row["kind"] in ("flat", "hierarchical") and whole["comm_exposed_ms"]:
+    if whole and row["kind"] in ("flat", "flat-bf16", "hierarchical") and whole["comm_exposed_ms"]:
         hidden = 100 * (1 - row["comm_exposed_ms"] / whole["comm_exposed_ms"])
     alone = find(row["round"], row["group"], "alone")
     versus = None
