@@ -11,7 +11,7 @@
 
 #include "kernels/activations.h"
 #include "kernels/cpu/activations.h"
-#include "kernels/cpu/conv2d_avx512.h"
+#include "kernels/cpu/conv2d_winograd.h"
 #include "kernels/cpu/gemm.h"
 #include "kernels/cpu/linear.h"
 #include "kernels/cpu/parallel.h"
@@ -50,8 +50,8 @@ struct Chunk {
   int rows(const ConvShape& s) const { return lines * s.Wo; }
 };
 
-Chunk make_chunk(const ConvShape& s, int b, int c) {
-  const int per = s.lines_per_chunk();
+// Chunk c of image b, chunks of `per` lines.
+Chunk make_chunk(const ConvShape& s, int per, int b, int c) {
   const int first = c * per;
   return {b, first, std::min(per, s.Ho - first)};
 }
@@ -278,8 +278,8 @@ void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, in
                         int W, int Cout, bool relu) {
   const ConvShape s = make_shape(B, Cin, H, W, Cout);
   if constexpr (std::is_same_v<T, float>) {
-    if (conv2d_direct_available(Cin, Cout)) {
-      conv2d_direct_forward(out, inp, weight, bias, B, Cin, H, W, Cout, relu);
+    if (conv2d_winograd_available(Cin, Cout)) {
+      conv2d_winograd_forward(out, inp, weight, bias, B, Cin, H, W, Cout, relu);
       return;
     }
   }
@@ -308,7 +308,7 @@ void cpu_conv2d_forward(T* out, const T* inp, const T* weight, const T* bias, in
 #pragma omp for schedule(static) collapse(2)
     for (int b = 0; b < B; ++b) {
       for (int c = 0; c < chunks; ++c) {
-        const Chunk chunk = make_chunk(s, b, c);
+        const Chunk chunk = make_chunk(s, s.lines_per_chunk(), b, c);
         const int rows = chunk.rows(s);
         T* out_chunk = out + chunk.first_row(s) * Cout;
         im2col(col.data(), inp, s, chunk);
@@ -358,7 +358,7 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 #pragma omp for schedule(static) collapse(2)
       for (int b = 0; b < B; ++b) {
         for (int pc = 0; pc < phase_chunks; ++pc) {
-          const Chunk chunk = make_chunk(s, b, 2 * pc + phase);
+          const Chunk chunk = make_chunk(s, s.lines_per_chunk(), b, 2 * pc + phase);
           const int rows = chunk.rows(s);
           const T* dout_chunk = dout + chunk.first_row(s) * Cout;
           if (dweight) {
@@ -390,31 +390,36 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const ConvShape first = make_shape(B, 1, H, W, C);
   const ConvShape second = make_shape(B, C, first.Ho, first.Wo, C);
   const int K = second.K();
-  // The second convolution's input gradient: direct where the CPU has it
-  // (float, AVX-512), else the GEMM and col2im of add_chunk_input_grad.
-  std::vector<float> direct_weight;
+  // The second convolution's input gradient: by Winograd strips where the
+  // CPU has them (float, AVX-512), else the GEMM and col2im of
+  // add_chunk_input_grad.
+  std::vector<float> winograd_weight;
   if constexpr (std::is_same_v<T, float>) {
-    if (conv2d_direct_available(C, C))
-      direct_weight = conv2d_direct_pack_input_grad_weight(weight2, C, C);
+    if (conv2d_winograd_available(C, C))
+      winograd_weight = conv2d_winograd_input_grad_weight(weight2, C, C);
   }
-  std::vector<T> wr(direct_weight.empty() ? size_t(C) * K : 0);
-  if (direct_weight.empty()) reorder_weight(wr.data(), weight2, C, C);
-  const int chunks = second.chunks_per_image();
+  const bool winograd = !winograd_weight.empty();
+  std::vector<T> wr(winograd ? 0 : size_t(C) * K);
+  if (!winograd) reorder_weight(wr.data(), weight2, C, C);
+  // Chunks of output lines: whole Winograd tiles, or the GEMM's column matrix size.
+  const int chunk_lines = winograd ? 2 * kConv2dWinogradTileLines : second.lines_per_chunk();
+  const int chunks = (second.Ho + chunk_lines - 1) / chunk_lines;
   // Per chunk: the first convolution's dWt [9, C] then its bias sum [C].
   const size_t slot = size_t(10) * C;
   std::vector<T> chunk_grads(size_t(B) * chunks * slot, T(0));
   const size_t a1_row = size_t(second.W) * C;
 #pragma omp parallel if (second.multiply_adds() >= kParallelMinMultiplyAdds)
   {
-    std::vector<T> dcol(direct_weight.empty() ? size_t(second.lines_per_chunk()) * second.Wo * K
-                                              : 0);
-    std::vector<T> strip(size_t(2 * second.lines_per_chunk() + 1) * a1_row);
+    std::vector<T> dcol(winograd ? 0 : size_t(chunk_lines) * second.Wo * K);
+    std::vector<float> scratch(winograd ? conv2d_winograd_strip_scratch_size(C, C) : 0);
+    std::vector<T> strip(size_t(2 * chunk_lines + 1) * a1_row);
     // strip = the chunk's part of da1 before the ReLU.
     const auto chunk_input_grad = [&](const Chunk& chunk) {
       if constexpr (std::is_same_v<T, float>) {
-        if (!direct_weight.empty()) {
-          conv2d_direct_input_grad_strip(strip.data(), dout2, direct_weight.data(), B, C, second.H,
-                                         second.W, C, chunk.b, chunk.first_line, chunk.lines);
+        if (winograd) {
+          conv2d_winograd_input_grad_strip(strip.data(), dout2, winograd_weight.data(),
+                                           scratch.data(), B, C, second.H, second.W, C, chunk.b,
+                                           chunk.first_line, chunk.lines);
           return;
         }
       }
@@ -424,7 +429,7 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
 #pragma omp for schedule(static) collapse(2)
     for (int b = 0; b < B; ++b) {
       for (int c = 0; c < chunks; ++c) {
-        const Chunk chunk = make_chunk(second, b, c);
+        const Chunk chunk = make_chunk(second, chunk_lines, b, c);
         // The chunk's patches read a1 rows [first_row, first_row + strip_rows).
         const int first_row = 2 * chunk.first_line, strip_rows = 2 * chunk.lines + 1;
         chunk_input_grad(chunk);

@@ -14,9 +14,11 @@
 // is scattered back (col2im). Neighbouring chunks share one input row, so
 // even and odd chunks run in two parallel phases.
 //
-// For float on an AVX-512 CPU with whole vectors of channels, the forward
-// and the subsampling's fused input gradient run the direct tiles of
-// conv2d_avx512.h instead of im2col + GEMM.
+// For float on an AVX-512 CPU with whole vectors of channels (multiples of
+// 16), the forward and the subsampling's fused input gradient run the
+// Winograd transform of conv2d_winograd.h instead, with 0.6 of the
+// multiplies; the fused input gradient's chunks are then 8 output lines, two
+// rows of its tiles. The weight gradient stays im2col + GEMM.
 //
 // One input channel (the first layer) is computed directly instead: with
 // K = 9 a GEMM does not pay and the layer is bound by memory (its output is

@@ -1,11 +1,11 @@
-// The AVX-512 register tile of the direct convolution (conv2d_avx512): for NP
-// rows (1..8) and NV vectors of 16 columns (1..3),
+// The AVX-512 register tile of the Winograd convolution (conv2d_winograd):
+// for NP rows (1..8) and NV vectors of 16 columns (1..3),
 //
-//   out[p][v] = (init ? init[v] : out[p][v]) + sum_k x[p][k] w[k][v]
+//   out[p][v] = sum_k x[p][k] w[k w_step + v]
 //
-// then ReLU with relu. x[p] and out[p] point at row p's operand and result
-// (rows anywhere in memory); w is a panel of K rows of NV contiguous vectors,
-// packed by the caller. The NP x NV accumulators (at most 24) stay in
+// x[p] and out[p] point at row p's operand and result
+// (rows anywhere in memory); row k of w holds NV contiguous vectors, w_step
+// floats after row k - 1. The NP x NV accumulators (at most 24) stay in
 // registers over k: per k, NV loads of w, NP broadcasts of x, NP * NV fused
 // multiply-adds. Only for code built for AVX-512 (between
 // MPIASR_AVX512_BEGIN and MPIASR_AVX512_END), run where
@@ -39,13 +39,9 @@ MPIASR_AVX512_BEGIN
 typedef float Vec __attribute__((vector_size(64)));
 
 template <int NP, int NV>
-inline void multiply_add(float* const* out, const float* const* x, const float* w, int K,
-                         const float* init, bool relu) {
-  Vec acc[NP][NV];
-  for (int p = 0; p < NP; ++p)
-    for (int v = 0; v < NV; ++v)
-      std::memcpy(&acc[p][v], (init ? init : out[p]) + v * kLanes, sizeof(Vec));
-  for (int k = 0; k < K; ++k, w += NV * kLanes) {
+inline void multiply(float* const* out, const float* const* x, const float* w, int w_step, int K) {
+  Vec acc[NP][NV] = {};
+  for (int k = 0; k < K; ++k, w += w_step) {
     Vec wv[NV];
     for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], w + v * kLanes, sizeof(Vec));
 #pragma GCC unroll 8
@@ -54,31 +50,26 @@ inline void multiply_add(float* const* out, const float* const* x, const float* 
       for (int v = 0; v < NV; ++v) acc[p][v] += xv * wv[v];
     }
   }
-  const Vec zero = {};
   for (int p = 0; p < NP; ++p)
-    for (int v = 0; v < NV; ++v) {
-      const Vec r = relu ? (acc[p][v] > zero ? acc[p][v] : zero) : acc[p][v];
-      std::memcpy(out[p] + v * kLanes, &r, sizeof(Vec));
-    }
+    for (int v = 0; v < NV; ++v) std::memcpy(out[p] + v * kLanes, &acc[p][v], sizeof(Vec));
 }
 
 template <int NV, int... N>
-inline void multiply_add_rows(int rows, float* const* out, const float* const* x, const float* w,
-                              int K, const float* init, bool relu,
-                              std::integer_sequence<int, N...>) {
-  ((rows == N + 1 ? (multiply_add<N + 1, NV>(out, x, w, K, init, relu), true) : false) || ...);
+inline void multiply_rows(int rows, float* const* out, const float* const* x, const float* w,
+                          int w_step, int K, std::integer_sequence<int, N...>) {
+  ((rows == N + 1 ? (multiply<N + 1, NV>(out, x, w, w_step, K), true) : false) || ...);
 }
 
 // The tile for `rows` (1..8) rows and `columns` (16, 32 or 48) columns.
-inline void multiply_add(int rows, int columns, float* const* out, const float* const* x,
-                         const float* w, int K, const float* init, bool relu) {
+inline void multiply(int rows, int columns, float* const* out, const float* const* x,
+                     const float* w, int w_step, int K) {
   constexpr auto sizes = std::make_integer_sequence<int, kMaxRows>();
   if (columns == 3 * kLanes) {
-    multiply_add_rows<3>(rows, out, x, w, K, init, relu, sizes);
+    multiply_rows<3>(rows, out, x, w, w_step, K, sizes);
   } else if (columns == 2 * kLanes) {
-    multiply_add_rows<2>(rows, out, x, w, K, init, relu, sizes);
+    multiply_rows<2>(rows, out, x, w, w_step, K, sizes);
   } else {
-    multiply_add_rows<1>(rows, out, x, w, K, init, relu, sizes);
+    multiply_rows<1>(rows, out, x, w, w_step, K, sizes);
   }
 }
 

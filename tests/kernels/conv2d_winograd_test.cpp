@@ -1,10 +1,11 @@
-// The direct AVX-512 convolution and its input gradient against naive
-// seven-loop sums in double, on shapes that cover every tile width (8 pixels and the shorter
-// tails), channel blocks of 48, 32 and 16, several chunks per image, lines
-// whose pixels run across tiles, even and odd sizes, and one and two threads;
-// and the subsampling's fused backward, which uses the input gradient.
-// Skips where the CPU has no AVX-512.
-#include "kernels/cpu/conv2d_avx512.h"
+// The Winograd convolution and its input gradient against naive seven-loop
+// sums in double, on shapes that cover tiles cut by the image's edge (output
+// sizes not multiples of 4, a single output pixel), chunks of 16 tiles and
+// their remainders, chunks that run across images, channel blocks of 48, 32
+// and 16, even and odd sizes, and one and two threads; and the subsampling's
+// fused backward, which uses the input gradient. Skips where the CPU has no
+// AVX-512.
+#include "kernels/cpu/conv2d_winograd.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -29,11 +30,11 @@ std::vector<double> relu_of(std::vector<double> x) {
   return x;
 }
 
-class Conv2dDirect : public ::testing::TestWithParam<ConvCase> {};
+class Conv2dWinograd : public ::testing::TestWithParam<ConvCase> {};
 
-TEST_P(Conv2dDirect, MatchesNaiveConvolutionOnOneAndTwoThreads) {
+TEST_P(Conv2dWinograd, MatchesNaiveConvolutionOnOneAndTwoThreads) {
   const ConvCase c = GetParam();
-  if (!conv2d_direct_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937_64 rng(31);
   const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -52,10 +53,10 @@ TEST_P(Conv2dDirect, MatchesNaiveConvolutionOnOneAndTwoThreads) {
     for (int threads : {1, 2}) {
       omp_set_num_threads(threads);
       std::vector<float> out(out_size, 99.0f), out_no_bias(out_size, 99.0f);
-      conv2d_direct_forward(out.data(), inp_f.data(), w_f.data(), bias_f.data(), c.B, c.Cin, c.H,
-                            c.W, c.Cout, relu);
-      conv2d_direct_forward(out_no_bias.data(), inp_f.data(), w_f.data(), nullptr, c.B, c.Cin, c.H,
-                            c.W, c.Cout, relu);
+      conv2d_winograd_forward(out.data(), inp_f.data(), w_f.data(), bias_f.data(), c.B, c.Cin, c.H,
+                              c.W, c.Cout, relu);
+      conv2d_winograd_forward(out_no_bias.data(), inp_f.data(), w_f.data(), nullptr, c.B, c.Cin,
+                              c.H, c.W, c.Cout, relu);
       EXPECT_LT(testing::relative_error(testing::to_double(out), expected),
                 testing::kFloatTolerance)
           << threads << " threads, relu " << relu;
@@ -86,25 +87,25 @@ std::vector<double> naive_input_grad_strip(const std::vector<double>& g,
   return strip;
 }
 
-TEST_P(Conv2dDirect, InputGradientStripsMatchNaiveSums) {
+TEST_P(Conv2dWinograd, InputGradientStripsMatchNaiveSums) {
   const ConvCase c = GetParam();
-  if (!conv2d_direct_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
-  if (c.Cin % 16 != 0) GTEST_SKIP() << "the input gradient needs Cin % 16 == 0";
+  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
   std::mt19937_64 rng(32);
   const int Ho = conv2d_out_size(c.H);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
   const auto g = testing::random_vector(size_t(c.B) * Ho * conv2d_out_size(c.W) * c.Cout, rng);
   const auto w_f = testing::to_float(w), g_f = testing::to_float(g);
-  const auto packed = conv2d_direct_pack_input_grad_weight(w_f.data(), c.Cin, c.Cout);
+  const auto transformed = conv2d_winograd_input_grad_weight(w_f.data(), c.Cin, c.Cout);
+  std::vector<float> scratch(conv2d_winograd_strip_scratch_size(c.Cin, c.Cout));
   // The whole image as one strip, its first line, its last line, and lines
-  // from the middle.
+  // from the middle (a strip that starts inside a tile of the whole image).
   const int b = c.B - 1;
   const std::pair<int, int> line_ranges[] = {{0, Ho}, {0, 1}, {Ho - 1, 1}, {Ho / 3, Ho / 2 + 1}};
   for (const auto& [first, lines] : line_ranges) {
     const auto expected = naive_input_grad_strip(g, w, c, b, first, lines);
     std::vector<float> strip(expected.size(), 99.0f);
-    conv2d_direct_input_grad_strip(strip.data(), g_f.data(), packed.data(), c.B, c.Cin, c.H, c.W,
-                                   c.Cout, b, first, lines);
+    conv2d_winograd_input_grad_strip(strip.data(), g_f.data(), transformed.data(), scratch.data(),
+                                     c.B, c.Cin, c.H, c.W, c.Cout, b, first, lines);
     const std::vector<double> got(strip.begin(), strip.end());
     EXPECT_LT(testing::relative_error(got, expected), testing::kFloatTolerance)
         << "lines [" << first << ", " << first + lines << ")";
@@ -113,9 +114,9 @@ TEST_P(Conv2dDirect, InputGradientStripsMatchNaiveSums) {
 
 // The subsampling's fused backward, which takes the strips on this CPU, in
 // float against double (the GEMM path).
-TEST(Conv2dDirect, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
+TEST(Conv2dWinograd, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
   const int B = 2, H = 403, W = 41, C = 48;
-  if (!conv2d_direct_available(C, C)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(C, C)) GTEST_SKIP() << "this CPU has no AVX-512";
   const int H1 = conv2d_out_size(H), W1 = conv2d_out_size(W);
   const int H2 = conv2d_out_size(H1), W2 = conv2d_out_size(W1);
   std::mt19937_64 rng(33);
@@ -143,21 +144,24 @@ TEST(Conv2dDirect, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
 }
 
 INSTANTIATE_TEST_SUITE_P(
-    Shapes, Conv2dDirect,
-    ::testing::Values(ConvCase{2, 3, 9, 7, 16},      // 3 x 3 output: one tail tile of 9 pixels
-                      ConvCase{1, 2, 3, 3, 32},      // one output pixel, a 32-channel block
-                      ConvCase{2, 5, 10, 8, 64},     // even sizes; blocks of 48 and 16
-                      ConvCase{2, 32, 41, 39, 96},   // 19-pixel lines: tiles across lines
-                      ConvCase{1, 16, 37, 5, 48},    // 2-pixel lines, two chunks (18 lines)
-                      ConvCase{1, 16, 12, 10, 32},   // even sizes, 16 input channels
-                      ConvCase{2, 144, 23, 21, 144}  // the subsampling's channels
+    Shapes, Conv2dWinograd,
+    ::testing::Values(ConvCase{2, 16, 9, 7, 16},    // 4 x 3 output: one tile cut at the side
+                      ConvCase{1, 32, 3, 3, 32},    // one output pixel, a 32-channel block
+                      ConvCase{2, 48, 10, 8, 64},   // even sizes; blocks of 48 and 16
+                      ConvCase{2, 32, 41, 39, 96},  // 20 x 19 output: 10 tiles per image
+                      ConvCase{3, 16, 37, 5,
+                               48},  // 18 x 2: 5 tiles per image, chunks across images
+                      ConvCase{1, 64, 12, 10, 32},    // even sizes; 64 input channels
+                      ConvCase{2, 144, 23, 21, 144},  // the subsampling's channels
+                      ConvCase{2, 16, 67, 71, 16}     // 33 x 35: 81 tiles per image, many chunks
                       ));
 
-TEST(Conv2dDirect, IsAvailableOnlyForSeveralInputChannelsAndWholeVectorsOfOutputs) {
-  if (!conv2d_direct_available(2, 16)) GTEST_SKIP() << "this CPU has no AVX-512";
-  EXPECT_FALSE(conv2d_direct_available(1, 16));
-  EXPECT_FALSE(conv2d_direct_available(2, 24));
-  EXPECT_TRUE(conv2d_direct_available(144, 144));
+TEST(Conv2dWinograd, IsAvailableOnlyForWholeVectorsOfChannels) {
+  if (!conv2d_winograd_available(16, 16)) GTEST_SKIP() << "this CPU has no AVX-512";
+  EXPECT_FALSE(conv2d_winograd_available(1, 16));
+  EXPECT_FALSE(conv2d_winograd_available(24, 16));
+  EXPECT_FALSE(conv2d_winograd_available(16, 24));
+  EXPECT_TRUE(conv2d_winograd_available(144, 144));
 }
 
 }  // namespace
