@@ -334,6 +334,12 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
   }
   const int K = s.K();
   if (dbias) cpu_add_column_sums(dbias, dout, int64_t(B) * s.Ho * s.Wo, Cout);
+  if constexpr (std::is_same_v<T, float>) {
+    if (dweight && conv2d_winograd_available(Cin, Cout)) {
+      conv2d_winograd_weight_grad(dweight, dout, inp, B, Cin, H, W, Cout);
+      dweight = nullptr;
+    }
+  }
   if (!dinp && !dweight) return;
   std::vector<T> wr(size_t(Cout) * K);
   reorder_weight(wr.data(), weight, Cout, Cin);
@@ -401,8 +407,10 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const bool winograd = !winograd_weight.empty();
   std::vector<T> wr(winograd ? 0 : size_t(C) * K);
   if (!winograd) reorder_weight(wr.data(), weight2, C, C);
-  // Chunks of output lines: whole Winograd tiles, or the GEMM's column matrix size.
-  const int chunk_lines = winograd ? 2 * kConv2dWinogradTileLines : second.lines_per_chunk();
+  // Chunks of output lines: 8 rows of Winograd tiles (a strip of 40 tiles at
+  // `small`'s width; conv2d_winograd.cpp, kChunkTiles), or the GEMM's column
+  // matrix size.
+  const int chunk_lines = winograd ? 8 * kConv2dWinogradTileLines : second.lines_per_chunk();
   const int chunks = (second.Ho + chunk_lines - 1) / chunk_lines;
   // Per chunk: the first convolution's dWt [9, C] then its bias sum [C].
   const size_t slot = size_t(10) * C;

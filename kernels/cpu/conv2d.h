@@ -17,8 +17,9 @@
 // For float on an AVX-512 CPU with whole vectors of channels (multiples of
 // 16), the forward and the subsampling's fused input gradient run the
 // Winograd transform of conv2d_winograd.h instead, with 0.6 of the
-// multiplies; the fused input gradient's chunks are then 8 output lines, two
-// rows of its tiles. The weight gradient stays im2col + GEMM.
+// multiplies; the fused input gradient's chunks are then 32 output lines,
+// eight rows of its tiles. The weight gradient runs its 2 x 2 tiles there, with
+// 0.74 of the multiplies.
 //
 // One input channel (the first layer) is computed directly instead: with
 // K = 9 a GEMM does not pay and the layer is bound by memory (its output is

@@ -53,9 +53,43 @@ constexpr float kOutputTransform[kOut][kAxisPoints] = {{1, 1, 1, 1, 0, 1, 0, 0, 
                                                        {0, 1, 1, 4, 0, 0, 0, 1, 0},
                                                        {0, 1, -1, 8, 1, 0, 0, 0, 1}};
 
-// Tiles per chunk: V and M of a chunk are 81 x 16 x 144 floats each at
-// C = 144 (750 KB); 32 and 64 tiles were no faster.
-constexpr int kChunkTiles = 16;
+// Tiles per chunk: V and M of a chunk are 81 x 64 x 144 floats each at
+// C = 144 (3 MB). Every chunk reads all of U (81 x 144 x 144 floats,
+// 6.7 MB, more than a core's L2) once, so the chunk sets how often U comes
+// from L3: on a Xeon (2 vCPUs, 2 MB of L2 a core), 64 tiles against 16 took
+// the forward from 117 to 96 ms and the subsampling's fused input side (a
+// strip of 32 lines is 40 tiles at `small`'s width) from 159 to 118 ms
+// (medians of 6 alternations, 1 thread); on an AMD EPYC, 32 and 64 were no
+// faster than 16.
+constexpr int kChunkTiles = 64;
+
+// The weight gradient's 2 x 2 output tiles (5 x 5 input pixels, 25 points).
+constexpr int kGradOut = 2;
+constexpr int kGradSpan = 2 * kGradOut + 1;
+constexpr int kGradAxisPoints = 2 * kGradOut + 1;
+constexpr int kGradPoints = kGradAxisPoints * kGradAxisPoints;
+
+// Bt [point][input pixel]: points 0-2 are F(2, 2) of the even inputs x0, x2,
+// x4 (x0 - x2, x2, x4 - x2), points 3-4 the odd inputs x1, x3.
+constexpr float kGradInputTransform[kGradAxisPoints][kGradSpan] = {
+    {1, 0, -1, 0, 0}, {0, 0, 1, 0, 0}, {0, 0, -1, 0, 1}, {0, 1, 0, 0, 0}, {0, 0, 0, 1, 0}};
+// The output gradient's points: At^T dY At for At [output pixel][point]
+// takes only 3 distinct values along an axis (dy0, dy0 + dy1, dy1), so dM
+// keeps those 9; kGradOutputPoint says which of them each input point meets.
+constexpr int kGradOutputAxisPoints = 3;
+constexpr int kGradOutputPoints = kGradOutputAxisPoints * kGradOutputAxisPoints;
+constexpr float kGradOutputTransform[kGradOut][kGradOutputAxisPoints] = {{1, 1, 0}, {0, 1, 1}};
+constexpr int kGradOutputPoint[kGradAxisPoints] = {0, 1, 2, 0, 2};
+// G [point][tap]: the taps each point's product reaches (all ones).
+constexpr bool kGradWeightTransform[kGradAxisPoints][3] = {{true, false, false},
+                                                           {true, false, true},
+                                                           {false, false, true},
+                                                           {false, true, false},
+                                                           {false, true, false}};
+
+// Tiles per chunk of the weight gradient: V is 25 x 64 x 144 floats at
+// C = 144 (920 KB), dM 9 x 64 x 144 (330 KB).
+constexpr int kGradChunkTiles = 64;
 
 struct Shape {
   int B, Cin, H, W, Cout, Ho, Wo, tile_rows, tile_cols;
@@ -73,15 +107,16 @@ Shape make_shape(int B, int Cin, int H, int W, int Cout) {
   return {B, Cin, H, W, Cout, Ho, Wo, (Ho + kOut - 1) / kOut, (Wo + kOut - 1) / kOut};
 }
 
-// Tile t of the whole batch, in image, tile-row, tile-column order.
+// Tile t of the whole batch, in image, tile-row, tile-column order, for
+// tiles of `out` x `out` output pixels, tile_rows x tile_cols to an image.
 struct Tile {
   int b, row, col;  // image; first output line and column
 };
 
-Tile tile_at(const Shape& s, int64_t t) {
-  const int64_t per_image = int64_t(s.tile_rows) * s.tile_cols;
+Tile tile_at(int64_t t, int tile_rows, int tile_cols, int out) {
+  const int64_t per_image = int64_t(tile_rows) * tile_cols;
   const int within = int(t % per_image);
-  return {int(t / per_image), within / s.tile_cols * kOut, within % s.tile_cols * kOut};
+  return {int(t / per_image), within / tile_cols * out, within % tile_cols * out};
 }
 
 int block_width(int channels, int c0) {
@@ -158,57 +193,60 @@ inline void times_transposed(Vec (&y)[S], const float (&T)[R][S], const Vec (&x)
   }
 }
 
-// V[p] (at v + p point_stride) = Bt X Bt^T for the 9 x 9 input pixels of the
-// tile whose first output pixel is (row, col) of image `image` [H, W, C];
-// pixels outside the image read `zeros`. 16 channels at a time, in registers.
-void input_transform(float* v, int64_t point_stride, const float* image, int H, int W, int C,
-                     int row, int col, const float* zeros) {
+// V[p] (at v + p point_stride) = Bt X Bt^T for the S x S input pixels of the
+// tile whose first output pixel is (row, col) of image `image` [H, W, C],
+// for Bt [P][S]; pixels outside the image read `zeros`. 16 channels at a
+// time, in registers.
+template <int P, int S>
+void input_transform(const float (&Bt)[P][S], float* v, int64_t point_stride, const float* image,
+                     int H, int W, int C, int row, int col, const float* zeros) {
   const int r0 = 2 * row, c0 = 2 * col;
-  const float* pixel[kSpan][kSpan];
-  for (int su = 0; su < kSpan; ++su)
-    for (int sv = 0; sv < kSpan; ++sv)
+  const float* pixel[S][S];
+  for (int su = 0; su < S; ++su)
+    for (int sv = 0; sv < S; ++sv)
       pixel[su][sv] =
           r0 + su < H && c0 + sv < W ? image + ((int64_t(r0) + su) * W + c0 + sv) * C : zeros;
   for (int c = 0; c < C; c += kLanes) {
-    Vec rows[kSpan][kAxisPoints];  // X Bt^T
-    for (int su = 0; su < kSpan; ++su) {
-      Vec x[kSpan];
-      for (int sv = 0; sv < kSpan; ++sv) x[sv] = load(pixel[su][sv] + c);
-      times(rows[su], kInputTransform, x);
+    Vec rows[S][P];  // X Bt^T
+    for (int su = 0; su < S; ++su) {
+      Vec x[S];
+      for (int sv = 0; sv < S; ++sv) x[sv] = load(pixel[su][sv] + c);
+      times(rows[su], Bt, x);
     }
-    for (int pv = 0; pv < kAxisPoints; ++pv) {
-      Vec column[kSpan], out[kAxisPoints];
-      for (int su = 0; su < kSpan; ++su) column[su] = rows[su][pv];
-      times(out, kInputTransform, column);
-      for (int pu = 0; pu < kAxisPoints; ++pu)
-        store(v + (pu * kAxisPoints + pv) * point_stride + c, out[pu]);
+    for (int pv = 0; pv < P; ++pv) {
+      Vec column[S], out[P];
+      for (int su = 0; su < S; ++su) column[su] = rows[su][pv];
+      times(out, Bt, column);
+      for (int pu = 0; pu < P; ++pu) store(v + (pu * P + pv) * point_stride + c, out[pu]);
     }
   }
 }
 
 // dM[p] (at dm + p point_stride) = At^T dY At for the tile whose first output
-// pixel is (row, col): dY's pixel (a, b) is at dout_image [Ho, Wo, C]
-// (row + a, col + b) for a < rows, b < cols, and `zeros` elsewhere.
-void output_grad_transform(float* dm, int64_t point_stride, const float* dout_image, int Wo, int C,
-                           int row, int col, int rows, int cols, const float* zeros) {
-  const float* pixel[kOut][kOut];
-  for (int a = 0; a < kOut; ++a)
-    for (int b = 0; b < kOut; ++b)
+// pixel is (row, col), for At [O][P]: dY's pixel (a, b) is at dout_image
+// [Ho, Wo, C] (row + a, col + b) for a < rows, b < cols, and `zeros`
+// elsewhere.
+template <int O, int P>
+void output_grad_transform(const float (&At)[O][P], float* dm, int64_t point_stride,
+                           const float* dout_image, int Wo, int C, int row, int col, int rows,
+                           int cols, const float* zeros) {
+  const float* pixel[O][O];
+  for (int a = 0; a < O; ++a)
+    for (int b = 0; b < O; ++b)
       pixel[a][b] =
           a < rows && b < cols ? dout_image + ((int64_t(row) + a) * Wo + col + b) * C : zeros;
   for (int c = 0; c < C; c += kLanes) {
-    Vec rows_at[kOut][kAxisPoints];  // dY At
-    for (int a = 0; a < kOut; ++a) {
-      Vec d[kOut];
-      for (int b = 0; b < kOut; ++b) d[b] = load(pixel[a][b] + c);
-      times_transposed(rows_at[a], kOutputTransform, d);
+    Vec rows_at[O][P];  // dY At
+    for (int a = 0; a < O; ++a) {
+      Vec d[O];
+      for (int b = 0; b < O; ++b) d[b] = load(pixel[a][b] + c);
+      times_transposed(rows_at[a], At, d);
     }
-    for (int pv = 0; pv < kAxisPoints; ++pv) {
-      Vec column[kOut], out[kAxisPoints];
-      for (int a = 0; a < kOut; ++a) column[a] = rows_at[a][pv];
-      times_transposed(out, kOutputTransform, column);
-      for (int pu = 0; pu < kAxisPoints; ++pu)
-        store(dm + (pu * kAxisPoints + pv) * point_stride + c, out[pu]);
+    for (int pv = 0; pv < P; ++pv) {
+      Vec column[O], out[P];
+      for (int a = 0; a < O; ++a) column[a] = rows_at[a][pv];
+      times_transposed(out, At, column);
+      for (int pu = 0; pu < P; ++pu) store(dm + (pu * P + pv) * point_stride + c, out[pu]);
     }
   }
 }
@@ -285,7 +323,52 @@ void point_products(float* out, const float* in, const float* u, int n, int chun
           o[r] = out + (int64_t(p) * chunk_tiles + t0 + r) * N + c0;
           x[r] = in + (int64_t(p) * chunk_tiles + t0 + r) * K;
         }
-        register_tile::multiply(rows, width, o, x, up + c0, N, K);
+        register_tile::multiply(rows, width, o, x, 1, up + c0, N, K, false);
+      }
+    }
+  }
+}
+
+// dw [tap][Cin][Cout] += G^T dU G for one chunk of the weight gradient's n
+// tiles, dU[p] [Cin, Cout] = V[p]^T dM[q] (V[p] [tiles, Cin] at v + p
+// chunk_tiles Cin, dM[q] [tiles, Cout] at dm + q chunk_tiles Cout, q the
+// output point that p meets): each 8 x 48 block of dU[p] is summed into
+// the taps point p reaches.
+void weight_grad_products(float* dw, const float* v, const float* dm, int n, int chunk_tiles,
+                          int Cin, int Cout) {
+  float block[kTileRows][kBlockChannels];
+  float* o[kTileRows];
+  for (int r = 0; r < kTileRows; ++r) o[r] = block[r];
+  for (int p = 0; p < kGradPoints; ++p) {
+    int taps[4], tap_count = 0;
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw)
+        if (kGradWeightTransform[p / kGradAxisPoints][kh] &&
+            kGradWeightTransform[p % kGradAxisPoints][kw])
+          taps[tap_count++] = kh * 3 + kw;
+    const float* vp = v + int64_t(p) * chunk_tiles * Cin;
+    const int q = kGradOutputPoint[p / kGradAxisPoints] * kGradOutputAxisPoints +
+                  kGradOutputPoint[p % kGradAxisPoints];
+    const float* dmp = dm + int64_t(q) * chunk_tiles * Cout;
+    for (int ci0 = 0; ci0 < Cin; ci0 += kTileRows) {
+      const float* x[kTileRows];
+      for (int r = 0; r < kTileRows; ++r) x[r] = vp + ci0 + r;
+      for (int co0 = 0; co0 < Cout; co0 += kBlockChannels) {
+        const int width = block_width(Cout, co0);
+        if (tap_count == 1) {  // straight into the tap
+          float* d[kTileRows];
+          for (int r = 0; r < kTileRows; ++r)
+            d[r] = dw + (int64_t(taps[0]) * Cin + ci0 + r) * Cout + co0;
+          register_tile::multiply(kTileRows, width, d, x, Cin, dmp + co0, Cout, n, true);
+          continue;
+        }
+        register_tile::multiply(kTileRows, width, o, x, Cin, dmp + co0, Cout, n, false);
+        for (int k = 0; k < tap_count; ++k) {
+          for (int r = 0; r < kTileRows; ++r) {
+            float* d = dw + (int64_t(taps[k]) * Cin + ci0 + r) * Cout + co0;
+            for (int c = 0; c < width; c += kLanes) store(d + c, load(d + c) + load(block[r] + c));
+          }
+        }
       }
     }
   }
@@ -317,14 +400,14 @@ void conv2d_winograd_forward(float* out, const float* inp, const float* weight, 
       const int64_t t0 = chunk * kChunkTiles;
       const int n = int(std::min<int64_t>(kChunkTiles, s.tiles() - t0));
       for (int t = 0; t < n; ++t) {
-        const Tile tile = tile_at(s, t0 + t);
-        input_transform(v.data() + int64_t(t) * Cin, int64_t(kChunkTiles) * Cin,
+        const Tile tile = tile_at(t0 + t, s.tile_rows, s.tile_cols, kOut);
+        input_transform(kInputTransform, v.data() + int64_t(t) * Cin, int64_t(kChunkTiles) * Cin,
                         inp + int64_t(tile.b) * H * W * Cin, H, W, Cin, tile.row, tile.col,
                         zeros.data());
       }
       point_products(m.data(), v.data(), u.data(), n, kChunkTiles, Cin, Cout);
       for (int t = 0; t < n; ++t) {
-        const Tile tile = tile_at(s, t0 + t);
+        const Tile tile = tile_at(t0 + t, s.tile_rows, s.tile_cols, kOut);
         output_transform(out + int64_t(tile.b) * s.Ho * s.Wo * Cout, s.Ho, s.Wo, Cout, tile.row,
                          tile.col, m.data() + int64_t(t) * Cout, int64_t(kChunkTiles) * Cout,
                          bias_or_zero.data(), relu);
@@ -366,8 +449,8 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
     const auto line_of = [&](int t) { return (t0 + t) / s.tile_cols * kOut; };
     const auto col_of = [&](int t) { return (t0 + t) % s.tile_cols * kOut; };
     for (int t = 0; t < n; ++t) {
-      output_grad_transform(dm + int64_t(t) * Cout, int64_t(kChunkTiles) * Cout, dout_image, s.Wo,
-                            Cout, first_line + line_of(t), col_of(t),
+      output_grad_transform(kOutputTransform, dm + int64_t(t) * Cout, int64_t(kChunkTiles) * Cout,
+                            dout_image, s.Wo, Cout, first_line + line_of(t), col_of(t),
                             std::min(kOut, lines - line_of(t)), std::min(kOut, s.Wo - col_of(t)),
                             zeros);
     }
@@ -377,6 +460,50 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
                            int64_t(kChunkTiles) * Cin);
     }
   }
+}
+
+void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float* inp, int B,
+                                 int Cin, int H, int W, int Cout) {
+  const Shape s = make_shape(B, Cin, H, W, Cout);
+  const int tile_rows = (s.Ho + kGradOut - 1) / kGradOut;
+  const int tile_cols = (s.Wo + kGradOut - 1) / kGradOut;
+  const int64_t tiles = int64_t(B) * tile_rows * tile_cols;
+  const int64_t chunks = (tiles + kGradChunkTiles - 1) / kGradChunkTiles;
+  const bool parallel = s.multiply_adds() >= kParallelMinMultiplyAdds;
+  const int threads = parallel ? omp_get_max_threads() : 1;
+  // One private dW [tap][Cin][Cout] per thread, summed in thread order.
+  const size_t taps_size = size_t(9) * Cin * Cout;
+  std::vector<float> dw(size_t(threads) * taps_size, 0.0f);
+#pragma omp parallel if (parallel)
+  {
+    std::vector<float> v(size_t(kGradPoints) * kGradChunkTiles * Cin),
+        dm(size_t(kGradOutputPoints) * kGradChunkTiles * Cout), zeros(std::max(Cin, Cout), 0.0f);
+    float* my_dw = dw.data() + size_t(omp_get_thread_num()) * taps_size;
+#pragma omp for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t t0 = chunk * kGradChunkTiles;
+      const int n = int(std::min<int64_t>(kGradChunkTiles, tiles - t0));
+      for (int t = 0; t < n; ++t) {
+        const Tile tile = tile_at(t0 + t, tile_rows, tile_cols, kGradOut);
+        input_transform(kGradInputTransform, v.data() + int64_t(t) * Cin,
+                        int64_t(kGradChunkTiles) * Cin, inp + int64_t(tile.b) * H * W * Cin, H, W,
+                        Cin, tile.row, tile.col, zeros.data());
+        output_grad_transform(
+            kGradOutputTransform, dm.data() + int64_t(t) * Cout, int64_t(kGradChunkTiles) * Cout,
+            dout + int64_t(tile.b) * s.Ho * s.Wo * Cout, s.Wo, Cout, tile.row, tile.col,
+            std::min(kGradOut, s.Ho - tile.row), std::min(kGradOut, s.Wo - tile.col), zeros.data());
+      }
+      weight_grad_products(my_dw, v.data(), dm.data(), n, kGradChunkTiles, Cin, Cout);
+    }
+  }
+  for (int t = 1; t < threads; ++t) {
+    const float* other = dw.data() + size_t(t) * taps_size;
+    for (size_t e = 0; e < taps_size; ++e) dw[e] += other[e];
+  }
+  for (int co = 0; co < Cout; ++co)
+    for (int ci = 0; ci < Cin; ++ci)
+      for (int tap = 0; tap < 9; ++tap)
+        dweight[(int64_t(co) * Cin + ci) * 9 + tap] += dw[(int64_t(tap) * Cin + ci) * Cout + co];
 }
 
 #else  // no AVX-512 build: the im2col path of conv2d.cpp runs everywhere
@@ -393,6 +520,10 @@ void conv2d_winograd_forward(float*, const float*, const float*, const float*, i
 std::vector<float> conv2d_winograd_input_grad_weight(const float*, int, int) {
   MPIASR_CHECK(false, "Winograd conv2d is not built for this compiler or architecture");
   return {};
+}
+
+void conv2d_winograd_weight_grad(float*, const float*, const float*, int, int, int, int, int) {
+  MPIASR_CHECK(false, "Winograd conv2d is not built for this compiler or architecture");
 }
 
 size_t conv2d_winograd_strip_scratch_size(int, int) {

@@ -28,19 +28,33 @@
 // transform): dV[p] = dM[p] U[p]^T, dX += Bt^T dV Bt (tiles overlap by one
 // input pixel).
 //
-// The weight gradient stays im2col + GEMM (conv2d.h). By this transform
-// (dU[p] = sum over tiles V[p]^T dM[p], dW = G^T dU G) it ran 1.1x as fast
-// at `small`'s conv.2, but its error, about 1e-6 of the largest value
-// against 1e-7, made 2 ranks and 1 rank with accumulation 2 differ by
-// 1.2e-5 after 10 steps (tests/integration/mpi_train_equivalence.sh, whose
-// bound is 1e-5) instead of 1.3e-7.
+// The weight gradient, dU[p] = sum over tiles V[p]^T dM[p], dW = G^T dU G,
+// runs on tiles of 2 x 2 output pixels instead: F(4, 2)'s G (1/2, 1/6,
+// 1/3) made its error about 1e-6 of the largest value against 1e-7, and 2
+// ranks and 1 rank with accumulation 2 differed by 1.2e-5 after 10 steps
+// (tests/integration/mpi_train_equivalence.sh, whose bound is 1e-5). Along
+// one axis, 2 outputs read x[0..4]; the even inputs meet taps w0, w2 by
+// F(2, 2), 3 products instead of 4:
+//   m0 = w0 (x0 - x2), m1 = (w0 + w2) x2, m2 = w2 (x4 - x2),
+//   y0 = m0 + m1 + w1 x1, y1 = m1 + m2 + w1 x3,
+// so Bt, At and G hold only 0, 1 and -1, and the weight gradient's error
+// stays that of the direct sum. 25 points take the place of 36 products;
+// at `small`'s 99 x 19 output pixels, 100 x 20 are computed, 0.74 of the
+// direct products.
 //
 // Layouts: the transforms run over vectors of 16 channels (channels-last),
-// in registers, so they are elementwise over C. A chunk of 16 tiles keeps V
-// and M as [point][tile][C] (750 KB each at C = 144); the point products are
+// in registers, so they are elementwise over C. A chunk of 64 tiles keeps V
+// and M as [point][tile][C] (3 MB each at C = 144); the point products are
 // the register tile of register_tile.h, with the tiles as rows and the
 // point's U[p] [C, C] as the panel. Bt and At hold small integers; G holds
 // 1/2, 1/6 and 1/3. The weight's transform runs in double, once per call.
+// The weight gradient's chunks of 64 tiles keep V and dM as [point][tile][C]
+// too (dM holds 9 points: along an axis, At^T dY has 3 distinct values);
+// its register tile takes 8 input channels as rows (their operands
+// C floats apart along the tiles) and dM's tiles as the panel, and sums
+// each 8 x 48 block into the taps its point reaches in the thread's dW
+// [tap][Cin][Cout] (750 KB at C = 144): straight into the tap for the 16
+// points that reach one, through a block for the other 9.
 #pragma once
 
 #include <cstddef>
@@ -78,5 +92,10 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
                                       const float* transformed_weight, float* scratch, int B,
                                       int Cin, int H, int W, int Cout, int b, int first_line,
                                       int lines);
+
+// dweight [Cout, Cin, 3, 3] += the weight gradient of conv2d(inp [B, H, W,
+// Cin]) for the output gradient dout [B, Ho, Wo, Cout], on 2 x 2 tiles.
+void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float* inp, int B,
+                                 int Cin, int H, int W, int Cout);
 
 }  // namespace mpiasr

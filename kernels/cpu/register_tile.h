@@ -1,12 +1,12 @@
 // The AVX-512 register tile of the Winograd convolution (conv2d_winograd):
 // for NP rows (1..8) and NV vectors of 16 columns (1..3),
 //
-//   out[p][v] = sum_k x[p][k] w[k w_step + v]
+//   out[p][v] = sum_k x[p][k x_step] w[k w_step + v]   (+= with add)
 //
 // x[p] and out[p] point at row p's operand and result
-// (rows anywhere in memory); row k of w holds NV contiguous vectors, w_step
-// floats after row k - 1. The NP x NV accumulators (at most 24) stay in
-// registers over k: per k, NV loads of w, NP broadcasts of x, NP * NV fused
+// (rows anywhere in memory; x_step floats between a row's operands); row k
+// of w holds NV contiguous vectors, w_step floats after row k - 1. The NP x NV accumulators (at
+// most 24) stay in registers over k: per k, NV loads of w, NP broadcasts of x, NP * NV fused
 // multiply-adds. Only for code built for AVX-512 (between
 // MPIASR_AVX512_BEGIN and MPIASR_AVX512_END), run where
 // cpu_vector_features().avx512 holds. GCC only.
@@ -39,14 +39,19 @@ MPIASR_AVX512_BEGIN
 typedef float Vec __attribute__((vector_size(64)));
 
 template <int NP, int NV>
-inline void multiply(float* const* out, const float* const* x, const float* w, int w_step, int K) {
+inline void multiply(float* const* out, const float* const* x, int x_step, const float* w,
+                     int w_step, int K, bool add) {
   Vec acc[NP][NV] = {};
-  for (int k = 0; k < K; ++k, w += w_step) {
+  if (add) {
+    for (int p = 0; p < NP; ++p)
+      for (int v = 0; v < NV; ++v) std::memcpy(&acc[p][v], out[p] + v * kLanes, sizeof(Vec));
+  }
+  for (int k = 0, xk = 0; k < K; ++k, xk += x_step, w += w_step) {
     Vec wv[NV];
     for (int v = 0; v < NV; ++v) std::memcpy(&wv[v], w + v * kLanes, sizeof(Vec));
 #pragma GCC unroll 8
     for (int p = 0; p < NP; ++p) {
-      const float xv = x[p][k];
+      const float xv = x[p][xk];
       for (int v = 0; v < NV; ++v) acc[p][v] += xv * wv[v];
     }
   }
@@ -55,21 +60,22 @@ inline void multiply(float* const* out, const float* const* x, const float* w, i
 }
 
 template <int NV, int... N>
-inline void multiply_rows(int rows, float* const* out, const float* const* x, const float* w,
-                          int w_step, int K, std::integer_sequence<int, N...>) {
-  ((rows == N + 1 ? (multiply<N + 1, NV>(out, x, w, w_step, K), true) : false) || ...);
+inline void multiply_rows(int rows, float* const* out, const float* const* x, int x_step,
+                          const float* w, int w_step, int K, bool add,
+                          std::integer_sequence<int, N...>) {
+  ((rows == N + 1 ? (multiply<N + 1, NV>(out, x, x_step, w, w_step, K, add), true) : false) || ...);
 }
 
 // The tile for `rows` (1..8) rows and `columns` (16, 32 or 48) columns.
-inline void multiply(int rows, int columns, float* const* out, const float* const* x,
-                     const float* w, int w_step, int K) {
+inline void multiply(int rows, int columns, float* const* out, const float* const* x, int x_step,
+                     const float* w, int w_step, int K, bool add) {
   constexpr auto sizes = std::make_integer_sequence<int, kMaxRows>();
   if (columns == 3 * kLanes) {
-    multiply_rows<3>(rows, out, x, w, w_step, K, sizes);
+    multiply_rows<3>(rows, out, x, x_step, w, w_step, K, add, sizes);
   } else if (columns == 2 * kLanes) {
-    multiply_rows<2>(rows, out, x, w, w_step, K, sizes);
+    multiply_rows<2>(rows, out, x, x_step, w, w_step, K, add, sizes);
   } else {
-    multiply_rows<1>(rows, out, x, w, w_step, K, sizes);
+    multiply_rows<1>(rows, out, x, x_step, w, w_step, K, add, sizes);
   }
 }
 

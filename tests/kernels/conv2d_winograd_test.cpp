@@ -1,8 +1,9 @@
-// The Winograd convolution and its input gradient against naive seven-loop
-// sums in double, on shapes that cover tiles cut by the image's edge (output
-// sizes not multiples of 4, a single output pixel), chunks of 16 tiles and
-// their remainders, chunks that run across images, channel blocks of 48, 32
-// and 16, even and odd sizes, and one and two threads; and the subsampling's
+// The Winograd convolution, its input gradient and its weight gradient
+// against naive seven-loop sums in double, on shapes that cover tiles cut by
+// the image's edge (output sizes not multiples of 4 or 2, a single output
+// pixel), chunks of 64 tiles and their remainders, chunks that run
+// across images, channel blocks of 48, 32 and 16, even and odd sizes, and one
+// and two threads; and the subsampling's
 // fused backward, which uses the input gradient. Skips where the CPU has no
 // AVX-512.
 #include "kernels/cpu/conv2d_winograd.h"
@@ -110,6 +111,44 @@ TEST_P(Conv2dWinograd, InputGradientStripsMatchNaiveSums) {
     EXPECT_LT(testing::relative_error(got, expected), testing::kFloatTolerance)
         << "lines [" << first << ", " << first + lines << ")";
   }
+}
+
+// dW[co, ci, kh, kw] = sum over b, i, j of g[b, i, j, co] inp[b, 2i + kh, 2j + kw, ci]
+std::vector<double> naive_weight_grad(const std::vector<double>& g, const std::vector<double>& inp,
+                                      const ConvCase& c) {
+  const int Ho = conv2d_out_size(c.H), Wo = conv2d_out_size(c.W);
+  std::vector<double> dw(size_t(c.Cout) * c.Cin * 9, 0.0);
+  for (int b = 0; b < c.B; ++b)
+    for (int i = 0; i < Ho; ++i)
+      for (int j = 0; j < Wo; ++j)
+        for (int co = 0; co < c.Cout; ++co)
+          for (int ci = 0; ci < c.Cin; ++ci)
+            for (int kh = 0; kh < 3; ++kh)
+              for (int kw = 0; kw < 3; ++kw)
+                dw[((size_t(co) * c.Cin + ci) * 3 + kh) * 3 + kw] +=
+                    g[((size_t(b) * Ho + i) * Wo + j) * c.Cout + co] *
+                    inp[((size_t(b) * c.H + 2 * i + kh) * c.W + 2 * j + kw) * c.Cin + ci];
+  return dw;
+}
+
+TEST_P(Conv2dWinograd, WeightGradientAddsTheNaiveSumOnOneAndTwoThreads) {
+  const ConvCase c = GetParam();
+  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  std::mt19937_64 rng(34);
+  const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
+  const auto g = testing::random_vector(testing::out_size(c), rng);
+  const auto before = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
+  auto expected = naive_weight_grad(g, inp, c);
+  for (size_t e = 0; e < expected.size(); ++e) expected[e] += before[e];
+  const auto inp_f = testing::to_float(inp), g_f = testing::to_float(g);
+  for (int threads : {1, 2}) {
+    omp_set_num_threads(threads);
+    auto dw = testing::to_float(before);
+    conv2d_winograd_weight_grad(dw.data(), g_f.data(), inp_f.data(), c.B, c.Cin, c.H, c.W, c.Cout);
+    EXPECT_LT(testing::relative_error(testing::to_double(dw), expected), testing::kFloatTolerance)
+        << threads << " threads";
+  }
+  omp_set_num_threads(1);
 }
 
 // The subsampling's fused backward, which takes the strips on this CPU, in
