@@ -123,11 +123,15 @@ int block_width(int channels, int c0) {
   return std::min(kBlockChannels, channels - c0);
 }
 
-// U [point][Cin][Cout] = G W G^T (transposed: [point][Cout][Cin]), in double.
-// The inner loop runs along U's rows.
+// U [point][Cin][Cout] = G W G^T (transposed: [point][Cout][Cin]), in double,
+// a row of U at a time: the row's 81 points go to a buffer first and then to
+// U as 81 runs of `columns` floats: 1.4-2.2 ms a call at C = 144, against
+// 5.7-5.9 with 81 scattered stores per weight (and the rows in parallel
+// were no faster on 2 threads).
 std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool transposed) {
   std::vector<float> u(size_t(kPoints) * Cin * Cout);
   const int rows = transposed ? Cout : Cin, columns = transposed ? Cin : Cout;
+  std::vector<double> row_points(size_t(kPoints) * columns);
   for (int row = 0; row < rows; ++row) {
     for (int column = 0; column < columns; ++column) {
       const int ci = transposed ? column : row, co = transposed ? row : column;
@@ -139,12 +143,16 @@ std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool
                        kWeightTransform[pu][2] * w[6 + kw];
       for (int pu = 0; pu < kAxisPoints; ++pu) {
         for (int pv = 0; pv < kAxisPoints; ++pv) {
-          const double value = gw[pu][0] * kWeightTransform[pv][0] +
-                               gw[pu][1] * kWeightTransform[pv][1] +
-                               gw[pu][2] * kWeightTransform[pv][2];
-          u[((int64_t(pu) * kAxisPoints + pv) * rows + row) * columns + column] = float(value);
+          row_points[size_t(pu * kAxisPoints + pv) * columns + column] =
+              gw[pu][0] * kWeightTransform[pv][0] + gw[pu][1] * kWeightTransform[pv][1] +
+              gw[pu][2] * kWeightTransform[pv][2];
         }
       }
+    }
+    for (int p = 0; p < kPoints; ++p) {
+      float* u_row = u.data() + (int64_t(p) * rows + row) * columns;
+      for (int column = 0; column < columns; ++column)
+        u_row[column] = float(row_points[size_t(p) * columns + column]);
     }
   }
   return u;
