@@ -382,10 +382,7 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
     }
   }
   if (dweight) {
-    for (int t = 1; t < threads; ++t) {
-      const T* other = dwr.data() + size_t(t) * Cout * K;
-      for (size_t e = 0; e < size_t(Cout) * K; ++e) dwr[e] += other[e];
-    }
+    add_thread_partials(dwr.data(), threads, size_t(Cout) * K);
     add_reordered_weight(dweight, dwr.data(), Cout, Cin);
   }
 }

@@ -504,10 +504,7 @@ void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float*
       weight_grad_products(my_dw, v.data(), dm.data(), n, kGradChunkTiles, Cin, Cout);
     }
   }
-  for (int t = 1; t < threads; ++t) {
-    const float* other = dw.data() + size_t(t) * taps_size;
-    for (size_t e = 0; e < taps_size; ++e) dw[e] += other[e];
-  }
+  add_thread_partials(dw.data(), threads, taps_size);
   for (int co = 0; co < Cout; ++co)
     for (int ci = 0; ci < Cin; ++ci)
       for (int tap = 0; tap < 9; ++tap)

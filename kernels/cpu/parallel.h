@@ -1,12 +1,14 @@
 // When the CPU kernels go parallel: an OpenMP team costs a few microseconds to
 // wake and join (and far more on a loaded machine), so loops with less work
 // than this run on the calling thread. Work is counted in elements touched
-// (elementwise ops) or multiply-adds (GEMM). And how a team shares columns.
+// (elementwise ops) or multiply-adds (GEMM). And how a team shares columns,
+// and how it adds up per-thread partial sums.
 #pragma once
 
 #include <omp.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
 
 namespace mpiasr {
@@ -36,6 +38,17 @@ ColumnRange thread_columns(int columns) {
   const int per_thread = ((columns + threads - 1) / threads + kLine - 1) / kLine * kLine;
   const int begin = std::min(columns, omp_get_thread_num() * per_thread);
   return {begin, std::min(columns, begin + per_thread)};
+}
+
+// Per-thread partial sums laid end to end, `threads` buffers of `size`
+// values from `partials`: adds buffers 1..threads-1 into buffer 0, in thread
+// order, so the total does not depend on which thread finished first.
+template <typename T>
+void add_thread_partials(T* partials, int threads, size_t size) {
+  for (int t = 1; t < threads; ++t) {
+    const T* other = partials + size_t(t) * size;
+    for (size_t e = 0; e < size; ++e) partials[e] += other[e];
+  }
 }
 
 }  // namespace mpiasr
