@@ -1,9 +1,6 @@
 // The batch loader; see loader.h.
 #include "io/loader.h"
 
-#include <sched.h>
-#include <sys/resource.h>
-
 #include <algorithm>
 #include <cstring>
 
@@ -11,6 +8,7 @@
 #include "src/base/error.h"
 #include "src/base/rng.h"
 #include "src/base/thread_cpu.h"
+#include "src/base/thread_policy.h"
 
 namespace mpiasr {
 
@@ -21,13 +19,6 @@ namespace {
 uint64_t dither_seed(uint64_t seed, uint64_t epoch, uint64_t utterance) {
   constexpr uint64_t kDitherStream = 0x64697468657200ULL;  // "dither"
   return derive_seed({seed ^ kDitherStream, epoch, utterance});
-}
-
-// Moves the calling thread to SCHED_IDLE, or else to nice 19 (see loader.h).
-// Neither needs a privilege; a refusal leaves the thread as it was.
-void lower_priority() {
-  const sched_param none{};
-  if (sched_setscheduler(0, SCHED_IDLE, &none) != 0) setpriority(PRIO_PROCESS, 0, 19);
 }
 
 std::string describe(const Manifest& manifest, const Utterance& utterance) {
@@ -135,7 +126,7 @@ bool Loader::next(Batch& out) {
 }
 
 void Loader::work() {
-  lower_priority();
+  lower_thread_priority();  // see loader.h
   Scratch scratch;
   const size_t depth = slots_.size();
   while (true) {

@@ -9,6 +9,7 @@
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
 #include "src/base/thread_cpu.h"
+#include "src/base/thread_policy.h"
 
 namespace mpiasr::mpi {
 
@@ -186,6 +187,9 @@ void GradientReducer::reduce_step() {
   // step, the wait below must not count that as news on every poll.
   bool closed = false;
   Clock::time_point closed_at;
+  // While backward runs, a poll must not preempt the compute thread of a
+  // busy core; once finish() waits, that core is idle (see the header).
+  BatchScheduling while_backward;
   while (true) {
     size_t handed_out = 0;
     {
@@ -203,6 +207,7 @@ void GradientReducer::reduce_step() {
       closed = closed_;
       closed_at = closed_at_;
     }
+    if (closed) while_backward.end();
     bool advanced = false;
     for (; posted_ < handed_out; ++posted_, advanced = true) post(posted_);
     advanced |= progress();

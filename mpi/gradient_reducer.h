@@ -14,9 +14,12 @@
 // thread of its own). It sleeps on a condition variable while no bucket is in
 // flight and, while some are, polls them (MPI_Testsome) with sleeps between
 // polls that grow from 20 us to 500 us while nothing completes and drop back
-// when something does: no busy spin that takes a core from compute. Once
+// when something does: no busy spin that takes a core from compute. Until
+// finish() the thread runs under SCHED_BATCH (src/base/thread_policy.h): on
+// a core busy with compute its wakes wait for the scheduler's tick instead
+// of preempting the compute thread; on an idle core they run at once. Once
 // finish() waits, its core is idle and the last rounds are exposed time, so
-// the sleeps grow to 50 us only. The
+// the thread is back to SCHED_OTHER and the sleeps grow to 50 us only. The
 // calling thread never calls MPI between begin_step() and the end of
 // finish(), so MPI_THREAD_SERIALIZED is enough. The thread's CPU time per
 // step is measured (last_comm_cpu_seconds). The collective timeout runs from

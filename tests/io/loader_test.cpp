@@ -14,9 +14,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <set>
-#include <sstream>
 #include <thread>
 
 #include "io/audio.h"
@@ -25,6 +23,7 @@
 #include "io/sampler.h"
 #include "io/speed_perturb.h"
 #include "src/base/error.h"
+#include "tests/base/thread_scheduling.h"
 
 namespace mpiasr {
 namespace {
@@ -366,19 +365,11 @@ TEST_F(LoaderTest, StopsCleanlyMidEpoch) {
   SUCCEED();
 }
 
-// Threads of this process at lowered priority, read from /proc/self/task/*/stat
-// (field 19 is the nice value, field 41 the scheduling policy).
+// Threads of this process at lowered priority: SCHED_IDLE, or nice 19.
 int threads_at_low_priority() {
   int count = 0;
-  for (const auto& task : fs::directory_iterator("/proc/self/task")) {
-    std::ifstream in(task.path() / "stat");
-    std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::istringstream fields(stat.substr(stat.rfind(')') + 2));  // from field 3 on
-    std::vector<std::string> field{"", "", ""};
-    for (std::string value; fields >> value;) field.push_back(value);
-    if (field.size() > 41 && (std::stoi(field[41]) == SCHED_IDLE || std::stoi(field[19]) == 19)) {
-      ++count;
-    }
+  for (const ThreadScheduling& thread : thread_scheduling()) {
+    if (thread.policy == SCHED_IDLE || thread.nice == 19) ++count;
   }
   return count;
 }

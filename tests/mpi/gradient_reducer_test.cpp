@@ -6,7 +6,8 @@
 // integers in [-1000, 1000], so every summation order gives the exact sum and
 // results compare with ==; real-valued gradients compare with a tolerance.
 // A rank late to mark its layers leaves the others' communication threads
-// polling, not spinning (their CPU time against the wait).
+// polling, not spinning (their CPU time against the wait), and under
+// SCHED_BATCH until finish().
 // 16-bit messages (bf16, fp16): exact sums of small integers; real values
 // the same on every rank, within the formats' rounding of the exact sum.
 // Sharded (ZeRO-1): after the reduce-scatter each rank's pieces hold the
@@ -28,6 +29,7 @@
 #include <vector>
 
 #include "src/base/error.h"
+#include "tests/base/thread_scheduling.h"
 #include "tests/mpi/mpi_test_util.h"
 
 namespace mpiasr::mpi {
@@ -336,6 +338,59 @@ TEST(GradientReducer, WaitingForALateRankDoesNotSpin) {
         << "the communication thread used " << reducer.last_comm_cpu_seconds()
         << " s of CPU while finish() waited " << reducer.last_wait_seconds() << " s";
   }
+}
+
+// Until finish() the communication thread runs under SCHED_BATCH (its polls
+// do not preempt backward's thread on a busy core), and under SCHED_OTHER
+// again once finish() waits. The other ranks look, before and while they
+// wait in finish(), as the last rank, a second late to mark its layers,
+// keeps their buckets in flight.
+TEST(GradientReducer, BatchSchedulingUntilFinish) {
+  Context ctx = test_context();
+  if (ctx.world_size() < 2) GTEST_SKIP() << "needs two ranks";
+  const auto batch_threads = [] {
+    int count = 0;
+    for (const ThreadScheduling& thread : thread_scheduling())
+      count += thread.policy == SCHED_BATCH;
+    return count;
+  };
+  const Layout& layout = large_layout();
+  std::vector<float> grads = integer_grads(layout, 9, ctx.world_rank());
+  const std::vector<float> expected = reference_sum(grads);
+  GradientReducer reducer(
+      ctx, grads.data(), grads.size(),
+      {.bucket_bytes = 16384, .first_bucket_bytes = 2048, .range_alignment = kAlignment});
+  const int before = batch_threads();
+  reducer.begin_step();
+  const bool late = ctx.world_rank() == ctx.world_size() - 1;
+  if (late) std::this_thread::sleep_for(std::chrono::seconds(1));
+  for (auto [offset, count] : layout.layers) reducer.on_grads_ready(offset, count);
+  int during = 0;
+  // The thread starts on the first bucket handed out; its ring cannot end
+  // before the late rank marks its layers.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  while (!late && during == 0 && std::chrono::steady_clock::now() < deadline) {
+    during = batch_threads();
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  // Half a second into finish(), while the late rank still sleeps.
+  int in_finish = -1;
+  std::thread observer;
+  if (!late) {
+    observer = std::thread([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      in_finish = batch_threads();
+    });
+  }
+  reducer.finish();
+  if (observer.joinable()) observer.join();
+  expect_equal(grads, expected, "late rank");
+  EXPECT_EQ(before, 0);
+  if (!late) {
+    EXPECT_EQ(during, 1) << "threads under SCHED_BATCH while buckets were in flight";
+    EXPECT_EQ(in_finish, 0) << "threads under SCHED_BATCH while finish() waited";
+  }
+  EXPECT_EQ(batch_threads(), 0) << "after finish()";
 }
 
 // Without range_alignment the padding after a layer is never marked, so the
