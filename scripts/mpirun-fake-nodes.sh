@@ -30,7 +30,9 @@
 # For the same reason ranks are not bound to cores: each node's daemon would
 # bind its first rank to core 0, and with 2 ranks in all (OpenMPI binds to
 # cores up to 2 ranks) both then ran on core 0 while core 1 idled: 2 fake
-# nodes of 1 rank took 2.05x the time of the same work unbound.
+# nodes of 1 rank took 2.05x the time of the same work unbound. Nor is each
+# node bound to a core of its own: 4 nodes of 1 rank, two to a core, then
+# stepped 1.21x slower than unbound (README, "Scaling").
 # Needs root for the namespaces; as root, mpirun's root check is waived here.
 set -euo pipefail
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
