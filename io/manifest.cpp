@@ -446,33 +446,4 @@ void AudioInfoCache::save() {
   changed_ = false;
 }
 
-void fill_durations(Manifest& manifest) {
-  AudioInfoCache cache(manifest.path, manifest.use_duration_cache);
-  std::vector<InputProblem> problems;
-  for (Utterance& u : manifest.utterances) {
-    if (u.duration >= 0) continue;
-    try {
-      const double file_seconds = cache.lookup(u.audio_path).duration;
-      if (u.offset >= file_seconds) {
-        std::ostringstream what;
-        what << "audio file '" << u.audio_path << "': offset " << u.offset
-             << " s is past the end of the file (" << file_seconds << " s)";
-        problems.push_back({manifest.path, u.line, what.str()});
-        continue;
-      }
-      u.duration = file_seconds - u.offset;
-    } catch (const Error& e) {
-      problems.push_back({manifest.path, u.line, e.what()});
-    }
-  }
-  cache.save();
-  if (!problems.empty()) {
-    std::ostringstream list;
-    for (const InputProblem& problem : problems) list << "\n  " << to_string(problem);
-    MPIASR_FAIL(ExitCode::kBadInput, "manifest '"
-                                         << manifest.path << "': " << problems.size()
-                                         << " audio file(s) cannot be read:" << list.str());
-  }
-}
-
 }  // namespace mpiasr

@@ -21,8 +21,9 @@
 // with every other problem. A missing or unreadable manifest, an unknown format
 // or a CSV header without the needed columns throws Error(kBadInput).
 //
-// Durations missing from the manifest are read from the audio headers by
-// fill_durations and cached next to the manifest in "<manifest>.durations":
+// Durations missing from the manifest are read from the audio headers when
+// the manifest is validated (validate_manifest, io/utterance_check.h) and
+// cached next to the manifest in "<manifest>.durations":
 // one line "size<TAB>mtime<TAB>sample_rate<TAB>channels<TAB>frames<TAB>format<TAB>path"
 // per audio file, so a file whose size or modification time changed is read
 // again. A cache that cannot be written is skipped silently.
@@ -45,7 +46,7 @@ struct Utterance {
   std::string audio_path;  // resolved: substitutions applied, relative to the manifest's folder
   std::string transcript;  // leading and trailing white space removed
   double offset = 0;       // seconds into the audio file
-  double duration = -1;    // seconds; -1 = not known yet (fill_durations)
+  double duration = -1;    // seconds; -1 = not known yet (validate_manifest)
   int line = 0;            // 1-based line in the manifest
 };
 
@@ -91,11 +92,6 @@ Manifest parse_manifest(std::string_view text, const std::string& path,
 // as they are (make them absolute, or relative to the manifest's folder). The
 // file is written atomically.
 void write_manifest(const std::string& path, const std::vector<Utterance>& utterances);
-
-// Sets the duration of every utterance with duration < 0 from its audio header
-// (file duration minus offset), using and updating the sidecar cache. Throws
-// Error(kBadInput) listing every file whose header cannot be read.
-void fill_durations(Manifest& manifest);
 
 // The headers of a manifest's audio files, read once and kept in the sidecar
 // file "<manifest>.durations". Safe to call from several threads.

@@ -5,9 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdio>
 #include <future>
-#include <set>
 #include <sstream>
 #include <thread>
 
@@ -17,36 +15,17 @@
 namespace mpiasr {
 namespace {
 
-std::string code_point_name(char32_t c) {
-  char hex[16];
-  std::snprintf(hex, sizeof(hex), "U+%04X", static_cast<unsigned>(c));
-  std::string name = "'";
-  utf8_append(name, c);
-  return name + "' (" + hex + ")";
-}
-
 void check_transcript(const Utterance& u, const ValidationOptions& options,
                       std::vector<std::string>& found) {
   if (u.transcript.empty()) {
     if (options.require_transcript) found.push_back("empty transcript");
     return;
   }
-  std::u32string code_points;
   try {
-    code_points = utf8_decode(u.transcript);
+    utf8_decode(u.transcript);
   } catch (const Error& e) {
     found.push_back(std::string("transcript is not UTF-8: ") + e.what());
-    return;
   }
-  if (!options.allowed_char) return;
-  std::set<char32_t> rejected;
-  for (char32_t c : code_points) {
-    if (!options.allowed_char(c)) rejected.insert(c);
-  }
-  if (rejected.empty()) return;
-  std::string list;
-  for (char32_t c : rejected) list += (list.empty() ? "" : ", ") + code_point_name(c);
-  found.push_back("characters not in the vocabulary: " + list + " in \"" + u.transcript + "\"");
 }
 
 void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& options,
@@ -80,12 +59,6 @@ void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& o
     what << "zero-length segment (duration " << u.duration << " s)";
     found.push_back(what.str());
     return;
-  }
-  if (options.max_seconds > 0 && u.duration > options.max_seconds) {
-    std::ostringstream longer;
-    longer << "utterance is " << u.duration << " s long, more than the batch budget of "
-           << options.max_seconds << " s (audio file '" << u.audio_path << "')";
-    found.push_back(longer.str());
   }
   if (options.check_samples) {
     try {
@@ -159,12 +132,6 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
   utterances = std::move(kept);
   manifest.problems.clear();
   return report;
-}
-
-std::function<bool(char32_t)> allowed_characters(const std::string& utf8_characters) {
-  std::u32string decoded = utf8_decode(utf8_characters);
-  std::set<char32_t> allowed(decoded.begin(), decoded.end());
-  return [allowed = std::move(allowed)](char32_t c) { return allowed.count(c) > 0; };
 }
 
 }  // namespace mpiasr

@@ -4,12 +4,11 @@
 // Checked for each utterance (each failure is one InputProblem at the
 // utterance's manifest line):
 //   manifest line   could not be parsed (Manifest::problems)
-//   transcript      empty; not valid UTF-8; characters the allowed_char predicate rejects
+//   transcript      empty; not valid UTF-8
 //   audio header    file missing; unsupported format; corrupt header; no samples;
 //                   truncated (a file cut short, or a header claiming more data
 //                   than the file holds: both lengths are named)
 //   segment         offset past the end of the file; zero length
-//   length          longer than max_seconds (the batch budget), when max_seconds > 0
 //   samples         NaN or infinite samples, truncated data (check_samples: every sample
 //                   of the segment is decoded, on `threads` threads)
 //
@@ -26,11 +25,11 @@
 // removed from the manifest and the report says how many and which; a manifest
 // left with no utterance still throws, unless allow_empty. Truncated audio is
 // such a problem, not a warning: its transcript covers words the file no
-// longer holds.
+// longer holds. Characters outside the model's vocabulary are not checked
+// here: the tokenizer drops them and reports how many (io/tokenizer.h).
 #pragma once
 
 #include <cstddef>
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -41,11 +40,9 @@ namespace mpiasr {
 struct ValidationOptions {
   bool skip_bad = false;
   bool check_samples = true;
-  double max_seconds = 0;                      // 0 = no limit
-  std::function<bool(char32_t)> allowed_char;  // empty = every character is allowed
-  bool require_transcript = true;              // false: empty transcripts are fine (transcribe)
-  bool allow_empty = false;                    // with skip_bad: no utterance left is no error
-  int threads = 0;                             // 0 = one per hardware thread
+  bool require_transcript = true;  // false: empty transcripts are fine (transcribe)
+  bool allow_empty = false;        // with skip_bad: no utterance left is no error
+  int threads = 0;                 // 0 = one per hardware thread
 };
 
 struct ValidationReport {
@@ -57,9 +54,5 @@ struct ValidationReport {
 };
 
 ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& options);
-
-// A predicate for ValidationOptions::allowed_char accepting exactly the code
-// points of `utf8_characters` (e.g. "abcdefghijklmnopqrstuvwxyz' ").
-std::function<bool(char32_t)> allowed_characters(const std::string& utf8_characters);
 
 }  // namespace mpiasr

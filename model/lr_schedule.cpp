@@ -9,21 +9,6 @@
 
 namespace mpiasr {
 
-LrScheduleKind parse_lr_schedule_kind(std::string_view name) {
-  if (name == "constant") return LrScheduleKind::kConstant;
-  if (name == "noam") return LrScheduleKind::kNoam;
-  if (name == "warmup_cosine") return LrScheduleKind::kWarmupCosine;
-  MPIASR_FAIL(ExitCode::kUsage,
-              "unknown LR schedule \"" << name << "\" (constant, noam, warmup_cosine)");
-}
-
-LrScaling parse_lr_scaling(std::string_view name) {
-  if (name == "none") return LrScaling::kNone;
-  if (name == "linear") return LrScaling::kLinear;
-  if (name == "sqrt") return LrScaling::kSqrt;
-  MPIASR_FAIL(ExitCode::kUsage, "unknown LR scaling rule \"" << name << "\" (none, linear, sqrt)");
-}
-
 double lr_batch_scale(LrScaling rule, int global_batch, int reference_batch) {
   if (rule == LrScaling::kNone) return 1.0;
   if (global_batch <= 0 || reference_batch <= 0)

@@ -15,17 +15,10 @@
 // reference_batch is the batch the base LR was tuned for.
 #pragma once
 
-#include <string_view>
-
 namespace mpiasr {
 
 enum class LrScheduleKind { kConstant, kNoam, kWarmupCosine };
 enum class LrScaling { kNone, kLinear, kSqrt };
-
-// "constant", "noam", "warmup_cosine"; anything else throws naming the value.
-LrScheduleKind parse_lr_schedule_kind(std::string_view name);
-// "none", "linear", "sqrt"; anything else throws naming the value.
-LrScaling parse_lr_scaling(std::string_view name);
 
 // The factor on the LR for a global batch; reference_batch and global_batch > 0
 // unless the rule is none.

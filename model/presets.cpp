@@ -1,9 +1,5 @@
 #include "model/presets.h"
 
-#include <charconv>
-#include <cstdio>
-#include <sstream>
-
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -40,18 +36,6 @@ std::string joined(const std::vector<std::string>& names) {
   return out;
 }
 
-template <typename T>
-void parse_field(T& dst, const std::string& field, const std::string& value) {
-  T parsed{};
-  const char* end = value.data() + value.size();
-  auto [ptr, ec] = std::from_chars(value.data(), end, parsed);
-  if (ec != std::errc() || ptr != end || value.empty()) {
-    MPIASR_FAIL(ExitCode::kUsage,
-                "model config: field '" << field << "' has an invalid value '" << value << "'");
-  }
-  dst = parsed;
-}
-
 }  // namespace
 
 std::vector<std::string> conformer_preset_names() {
@@ -67,42 +51,6 @@ ConformerConfig conformer_preset(const std::string& name) {
   MPIASR_FAIL(ExitCode::kUsage,
               "unknown model preset '"
                   << name << "' (valid presets: " << joined(conformer_preset_names()) << ")");
-}
-
-void set_config_field(ConformerConfig& config, const std::string& field, const std::string& value) {
-  struct IntField {
-    const char* name;
-    int ConformerConfig::*member;
-  };
-  struct FloatField {
-    const char* name;
-    float ConformerConfig::*member;
-  };
-  static const IntField int_fields[] = {
-      {"n_mels", &ConformerConfig::n_mels},
-      {"d_model", &ConformerConfig::d_model},
-      {"n_layers", &ConformerConfig::n_layers},
-      {"n_heads", &ConformerConfig::n_heads},
-      {"ff_mult", &ConformerConfig::ff_mult},
-      {"conv_kernel", &ConformerConfig::conv_kernel},
-      {"subsampling_channels", &ConformerConfig::subsampling_channels},
-      {"vocab_size", &ConformerConfig::vocab_size},
-  };
-  static const FloatField float_fields[] = {
-      {"dropout", &ConformerConfig::dropout},
-      {"layernorm_eps", &ConformerConfig::layernorm_eps},
-  };
-  std::vector<std::string> names;
-  for (const IntField& f : int_fields) {
-    if (field == f.name) return parse_field(config.*f.member, field, value);
-    names.push_back(f.name);
-  }
-  for (const FloatField& f : float_fields) {
-    if (field == f.name) return parse_field(config.*f.member, field, value);
-    names.push_back(f.name);
-  }
-  MPIASR_FAIL(ExitCode::kUsage, "model config: unknown field '"
-                                    << field << "' (valid fields: " << joined(names) << ")");
 }
 
 void validate_config(const ConformerConfig& c) {
@@ -174,23 +122,6 @@ double forward_flops(const ConformerConfig& c, int B, int T) {
 double forward_backward_flops(const ConformerConfig& c, int B, int T) {
   const double conv0 = 2.0 * B * ((T - 1) / 2) * ((c.n_mels - 1) / 2) * c.subsampling_channels * 9;
   return 3.0 * forward_flops(c, B, T) - conv0;
-}
-
-std::string preset_summary(int vocab_size) {
-  std::ostringstream out;
-  char line[160];
-  std::snprintf(line, sizeof line, "%-8s %8s %8s %8s %9s %12s\n", "preset", "d_model", "layers",
-                "heads", "channels", "parameters");
-  out << line;
-  for (const NamedPreset& preset : presets()) {
-    ConformerConfig config = preset.config;
-    config.vocab_size = vocab_size;
-    std::snprintf(line, sizeof line, "%-8s %8d %8d %8d %9d %12lld\n", preset.name, config.d_model,
-                  config.n_layers, config.n_heads, config.subsampling_channels,
-                  static_cast<long long>(count_parameters(config)));
-    out << line;
-  }
-  return out.str();
 }
 
 }  // namespace mpiasr

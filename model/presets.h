@@ -6,8 +6,8 @@
 //   medium  d 256, 18 layers, 4 heads, 256 subsampling channels  (~30 M)
 //   large   d 512, 18 layers, 8 heads, 512 subsampling channels  (~120 M)
 //
-// Every field of a preset can be overridden afterwards by name
-// (set_config_field), e.g. from a config file or the command line.
+// A config file or the command line overrides a preset's fields (the model
+// section, src/model_config.cpp).
 #pragma once
 
 #include <cstdint>
@@ -33,10 +33,6 @@ struct ConformerConfig {
 ConformerConfig conformer_preset(const std::string& name);
 std::vector<std::string> conformer_preset_names();
 
-// Sets one field by its name in ConformerConfig ("d_model", "dropout", ...) from
-// its text; throws Error (kUsage) naming the valid fields or the bad value.
-void set_config_field(ConformerConfig& config, const std::string& field, const std::string& value);
-
 // Throws Error (kUsage) naming the first field that cannot build a model
 // (d_model not divisible by n_heads, odd head dimension, even kernel, ...).
 void validate_config(const ConformerConfig& config);
@@ -58,9 +54,5 @@ double forward_flops(const ConformerConfig& config, int B, int T);
 // input gradient and the weight gradient), except the first convolution,
 // whose input gradient is not needed.
 double forward_backward_flops(const ConformerConfig& config, int B, int T);
-
-// A table of every preset with its dimensions and parameter count for the
-// given vocabulary size, one line per preset.
-std::string preset_summary(int vocab_size);
 
 }  // namespace mpiasr

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "io/utterance_check.h"
 #include "src/base/error.h"
 #include "tests/base/temp_dir.h"
 
@@ -281,7 +282,16 @@ TEST(WriteManifest, SegmentsNeedNemo) {
   }
 }
 
-TEST(FillDurations, FromHeadersMinusOffsetAndKeepsManifestValues) {
+// Durations missing from the manifest are filled when it is validated, from
+// the audio headers through the sidecar cache; the samples are not read here,
+// so a doctored cache entry shows as a hit.
+void fill_durations(Manifest& manifest) {
+  ValidationOptions headers_only;
+  headers_only.check_samples = false;
+  validate_manifest(manifest, headers_only);
+}
+
+TEST(Durations, FromHeadersMinusOffsetAndKeepsManifestValues) {
   TempDir dir;
   write_silence(dir.file("a.wav"), 1.5);
   write_silence(dir.file("b.flac"), 2.0, 44100);
@@ -294,26 +304,6 @@ TEST(FillDurations, FromHeadersMinusOffsetAndKeepsManifestValues) {
   EXPECT_DOUBLE_EQ(m.utterances[0].duration, 1.5);
   EXPECT_DOUBLE_EQ(m.utterances[1].duration, 1.5);
   EXPECT_DOUBLE_EQ(m.utterances[2].duration, 0.25);
-}
-
-TEST(FillDurations, NamesEveryUnreadableFile) {
-  TempDir dir;
-  write_text(dir.file("m.tsv"), "gone.wav\tx\n\nalso_gone.wav\ty\n");
-  Manifest m = read_manifest(dir.file("m.tsv"));
-  try {
-    fill_durations(m);
-    FAIL() << "expected an error";
-  } catch (const Error& e) {
-    std::string what = e.what();
-    EXPECT_EQ(e.code(), ExitCode::kBadInput);
-    EXPECT_NE(what.find(dir.file("m.tsv") + ":1: audio file '" + dir.file("gone.wav") +
-                        "': file not found"),
-              std::string::npos)
-        << what;
-    EXPECT_NE(what.find(dir.file("m.tsv") + ":3: audio file '" + dir.file("also_gone.wav")),
-              std::string::npos)
-        << what;
-  }
 }
 
 // Replaces the frame count of every entry of a cache file, to tell a cache hit

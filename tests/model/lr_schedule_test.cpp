@@ -83,23 +83,6 @@ TEST(LrSchedule, BatchScalingMultipliesTheSchedule) {
     EXPECT_DOUBLE_EQ(scaled.lr_at(step), 3.0 * base.lr_at(step));
 }
 
-TEST(LrSchedule, ParsesNames) {
-  EXPECT_EQ(parse_lr_schedule_kind("noam"), LrScheduleKind::kNoam);
-  EXPECT_EQ(parse_lr_schedule_kind("warmup_cosine"), LrScheduleKind::kWarmupCosine);
-  EXPECT_EQ(parse_lr_schedule_kind("constant"), LrScheduleKind::kConstant);
-  EXPECT_EQ(parse_lr_scaling("sqrt"), LrScaling::kSqrt);
-  EXPECT_EQ(parse_lr_scaling("linear"), LrScaling::kLinear);
-  EXPECT_EQ(parse_lr_scaling("none"), LrScaling::kNone);
-  try {
-    parse_lr_schedule_kind("cosine");
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), ExitCode::kUsage);
-    EXPECT_NE(std::string(e.what()).find("\"cosine\""), std::string::npos) << e.what();
-  }
-  EXPECT_THROW(parse_lr_scaling("quadratic"), Error);
-}
-
 TEST(LrSchedule, RejectsBadConfigsAndSteps) {
   EXPECT_THROW(LrSchedule({.kind = LrScheduleKind::kNoam, .warmup_steps = 0}), Error);
   EXPECT_THROW(LrSchedule({.kind = LrScheduleKind::kWarmupCosine,
