@@ -19,7 +19,7 @@ packages=(
   libopenmpi-dev openmpi-bin libpmix-dev slurm-wlm slurm-wlm-basic-plugins munge
   # tests and benchmarks; sctk (sclite) checks the scorer, python3-torch the
   # model (scripts/pytorch)
-  libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch python3-yaml
+  libgtest-dev libgmock-dev libbenchmark-dev sctk python3-torch python3-yaml python3-soundfile
   # fuzzing and sanitizers (scripts/fuzz.sh): clang, libFuzzer, ASan, UBSan
   clang libclang-rt-14-dev
   # corpus generation (speech synthesis, mixing) and plotting

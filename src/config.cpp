@@ -379,6 +379,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(distributed, allreduce_dtype),
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
+      MPIASR_KEY(output, batch_log),
   };
   return table;
 }

@@ -247,6 +247,11 @@ struct DistributedConfig {
 struct OutputConfig {
   std::string dir = "exp";
   std::string metrics_file;  // JSON lines; resolved default: <output.dir>/metrics.jsonl
+  // Each rank writes <output.dir>/batches/rank-R.jsonl: per step and
+  // micro-batch, its utterances (manifest line, audio, offset, duration) and
+  // their target token ids, to replay the run elsewhere
+  // (scripts/pytorch/train_reference.py) or find the batch behind a spike.
+  bool batch_log = false;
 
   bool operator==(const OutputConfig&) const = default;
 };

@@ -38,7 +38,7 @@ Command add_train_command(CLI::App& app) {
       ->required();
   sub->add_option("--stop-at-step", options->stop_at_step,
                   "stop with a checkpoint after this step, as a preemption would; running the "
-                  "same command again resumes")
+                  "same command again resumes (0: write the initialized model as step 0)")
       ->check(CLI::NonNegativeNumber);
   sub->allow_extras();
   sub->footer(overrides_help() +

@@ -37,8 +37,9 @@ namespace mpiasr {
 
 struct TrainOptions {
   // Stop with a checkpoint after this step, as a preemption would; a rerun
-  // resumes. 0: train to the end.
-  int64_t stop_at_step = 0;
+  // resumes. 0: the initialized model, before any step (step-00000000);
+  // -1: train to the end.
+  int64_t stop_at_step = -1;
 };
 
 struct TrainResult {

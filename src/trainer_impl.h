@@ -96,6 +96,8 @@ class Trainer {
   // optimizer and scaler state into state_ and the sums into interval_.
   void read_step_state();
   void log_progress();
+  // The batch log's line for micro-batch `micro` of `step`.
+  nlohmann::json batch_record(const Batch& batch, int64_t step, int micro) const;
   // Returns whether the validation CER improved on the best so far.
   bool validate();
   void save_checkpoint();
@@ -140,6 +142,7 @@ class Trainer {
   std::unique_ptr<GradientSync> reducer_;
   bool sharded_ = false;  // ZeRO-1: the optimizer owns this rank's pieces only
   std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<MetricsLog> batch_log_;  // output.batch_log: this rank's batches
   std::vector<Batch> micro_batches_;
 
   TrainingState state_;
@@ -389,6 +392,12 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
   state_.cmvn_file = config_.features.cmvn == CmvnMode::kGlobal ? kCmvnFile : "";
 
   metrics_ = std::make_unique<MetricsLog>(config_.output.metrics_file, ctx_.is_main(), state_.step);
+  if (config_.output.batch_log) {
+    char name[32];
+    std::snprintf(name, sizeof name, "rank-%05d.jsonl", ctx_.world_rank());
+    batch_log_ =
+        std::make_unique<MetricsLog>(config_.output.dir + "/batches/" + name, true, state_.step);
+  }
   TrainResult result;
   start_step_ = state_.step;
   start_time_ = Clock::now();
@@ -406,6 +415,12 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
          << config_.training.max_minutes << " (raise it to train on)\n";
     result.step = state_.step;
     result.finished = true;
+    return result;
+  }
+  if (options.stop_at_step == state_.step) {
+    save_checkpoint();
+    log_ << "stopped at step " << state_.step << "; run the same command again to resume\n";
+    result.step = state_.step;
     return result;
   }
   while (state_.step < state_.total_steps) {
@@ -479,6 +494,7 @@ bool Trainer<Act, Acc>::train_step() {
                                                  << state_.epoch << " at batch "
                                                  << state_.batch_in_epoch + i);
     for (int b = 0; b < batch.batch_size; ++b) counts[0] += batch.target_lengths[size_t(b)];
+    if (batch_log_) batch_log_->write(batch_record(batch, state_.step + 1, i));
   }
   mpi::allreduce_sum_inplace(ctx_, counts, 3, "step token count");
   time_spent_ = counts[2] > 0;
@@ -548,6 +564,28 @@ bool Trainer<Act, Acc>::train_step() {
   }
   interval_.seconds += std::chrono::duration<double>(Clock::now() - begin).count();
   return counts[1] > 0;
+}
+
+template <typename Act, typename Acc>
+nlohmann::json Trainer<Act, Acc>::batch_record(const Batch& batch, int64_t step, int micro) const {
+  nlohmann::json utterances = nlohmann::json::array();
+  const int32_t* targets = batch.targets.data();
+  for (int b = 0; b < batch.batch_size; ++b) {
+    const Utterance& u = train_.utterances[batch.utterance_indices[size_t(b)]];
+    const int length = batch.target_lengths[size_t(b)];
+    utterances.push_back({{"line", u.line},
+                          {"audio", u.audio_path},
+                          {"offset", u.offset},
+                          {"duration", u.duration},
+                          {"frames", batch.frame_lengths[size_t(b)]},
+                          {"targets", std::vector<int32_t>(targets, targets + length)}});
+    targets += length;
+  }
+  return {{"step", step},
+          {"rank", ctx_.world_rank()},
+          {"micro_batch", micro},
+          {"manifest", train_.path},
+          {"utterances", std::move(utterances)}};
 }
 
 template <typename Act, typename Acc>

@@ -36,28 +36,6 @@ ARCHITECTURE = {"n_mels": 80, "d_model": 144, "n_layers": 6, "n_heads": 4, "ff_m
                 "layernorm_eps": 1e-5}
 
 
-class FeedForward(conformer_ctc.FeedForward):
-    def forward(self, x):
-        hidden = F.dropout(F.silu(self.linear1(self.norm(x))), DROPOUT, self.training)
-        return x + 0.5 * F.dropout(self.linear2(hidden), DROPOUT, self.training)
-
-
-def add_dropout(model):
-    """Dropout where mpiasr applies it: the feed-forward modules are replaced,
-    the attention and convolution outputs get a dropout hook."""
-    for block in model.encoder.layers:
-        for name in ("ff1", "ff2"):
-            old = getattr(block, name)
-            new = FeedForward(ARCHITECTURE["d_model"], old.linear1.out_features,
-                              ARCHITECTURE["layernorm_eps"])
-            new.load_state_dict(old.state_dict())
-            setattr(block, name, new)
-        for projection in (block.attn.out, block.conv.pointwise2):
-            projection.register_forward_hook(
-                lambda module, inputs, output: F.dropout(output, DROPOUT, module.training))
-    return model
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--threads", type=int, required=True)
@@ -68,7 +46,7 @@ def main():
     torch.set_num_interop_threads(1)
     torch.manual_seed(1)
 
-    model = add_dropout(conformer_ctc.ConformerCTC(ARCHITECTURE)).train()
+    model = conformer_ctc.set_dropout(conformer_ctc.ConformerCTC(ARCHITECTURE), DROPOUT).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     features = torch.randn(BATCH, FRAMES, ARCHITECTURE["n_mels"])
     lengths = torch.full((BATCH,), FRAMES, dtype=torch.long)

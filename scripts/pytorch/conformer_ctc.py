@@ -205,9 +205,11 @@ class FeedForward(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.linear1 = nn.Linear(d_model, hidden)
         self.linear2 = nn.Linear(hidden, d_model)
+        self.dropout = 0.0  # set_dropout
 
     def forward(self, x):
-        return x + 0.5 * self.linear2(F.silu(self.linear1(self.norm(x))))
+        hidden = F.dropout(F.silu(self.linear1(self.norm(x))), self.dropout, self.training)
+        return x + 0.5 * F.dropout(self.linear2(hidden), self.dropout, self.training)
 
 
 def rotary(x, positions_cos, positions_sin):
@@ -225,6 +227,7 @@ class SelfAttention(nn.Module):
         self.norm = nn.LayerNorm(d_model, eps=eps)
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
+        self.dropout = 0.0  # set_dropout
 
     def forward(self, x, lengths):
         b, t, d = x.shape
@@ -241,7 +244,7 @@ class SelfAttention(nn.Module):
         keys = _valid(lengths, t)[:, None, None, :]
         probs = torch.softmax(scores.masked_fill(~keys, float("-inf")), dim=-1)
         context = (probs @ v).transpose(1, 2).reshape(b, t, d)
-        return x + self.out(context)
+        return x + F.dropout(self.out(context), self.dropout, self.training)
 
 
 class ConvModule(nn.Module):
@@ -253,12 +256,14 @@ class ConvModule(nn.Module):
                                    groups=d_model)
         self.conv_norm = nn.LayerNorm(d_model, eps=eps)
         self.pointwise2 = nn.Linear(d_model, d_model)
+        self.dropout = 0.0  # set_dropout
 
     def forward(self, x, lengths):
         valid = _valid(lengths, x.shape[1]).unsqueeze(-1).to(x.dtype)
         g = F.glu(self.pointwise1(self.norm(x)), dim=-1) * valid
         c = self.depthwise(g.transpose(1, 2)).transpose(1, 2) * valid
-        return x + self.pointwise2(F.silu(self.conv_norm(c)))
+        return x + F.dropout(self.pointwise2(F.silu(self.conv_norm(c))), self.dropout,
+                             self.training)
 
 
 class ConformerBlock(nn.Module):
@@ -306,6 +311,18 @@ class ConformerCTC(nn.Module):
     def forward(self, features, lengths):
         x, out_lengths = self.encoder(features, lengths)
         return torch.log_softmax(self.ctc_head(x), dim=-1), out_lengths
+
+
+def set_dropout(model, p):
+    """Dropout with probability p where mpiasr applies it in training: after the
+    feed-forward activation and on the feed-forward output, on the attention
+    output projection and on the convolution module's output (each branch
+    before its residual sum). Active in model.train() only; 0 (the default of
+    every module) turns it off."""
+    for block in model.encoder.layers:
+        for module in (block.ff1, block.attn, block.conv, block.ff2):
+            module.dropout = p
+    return model
 
 
 # ----------------------------------------------------------------------------
