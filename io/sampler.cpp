@@ -39,6 +39,10 @@ Sampler::Sampler(std::vector<double> durations, SamplerOptions options, int rank
                   "sampler: utterance " << i << " has duration " << durations_[i] << " s");
     }
   }
+  if (options_.shortest_first_epochs < 0) {
+    MPIASR_FAIL(ExitCode::kUsage, "sampler: shortest_first_epochs "
+                                      << options_.shortest_first_epochs << " must be >= 0");
+  }
   if (options_.step_batches < 1) {
     MPIASR_FAIL(ExitCode::kUsage,
                 "sampler: step_batches " << options_.step_batches << " must be >= 1");
@@ -169,9 +173,21 @@ std::vector<std::vector<size_t>> Sampler::global_batches(int epoch) const {
   } else {
     batches = dynamic_batches(order);
   }
-  SplitMix64 batch_rng = generator(options_.seed, epoch, 1);
-  shuffle(batches, batch_rng);
-  if (options_.step_batches > 1) balance_steps(batches, epoch);
+  if (epoch < options_.shortest_first_epochs) {
+    std::vector<std::pair<double, std::vector<size_t>>> keyed;
+    for (std::vector<size_t>& batch : batches) {
+      double longest = 0;
+      for (size_t i : batch) longest = std::max(longest, durations_[i]);
+      keyed.emplace_back(longest, std::move(batch));
+    }
+    std::stable_sort(keyed.begin(), keyed.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (size_t k = 0; k < keyed.size(); ++k) batches[k] = std::move(keyed[k].second);
+  } else {
+    SplitMix64 batch_rng = generator(options_.seed, epoch, 1);
+    shuffle(batches, batch_rng);
+    if (options_.step_batches > 1) balance_steps(batches, epoch);
+  }
 
   size_t world = static_cast<size_t>(world_size_);
   size_t count = batches.size();

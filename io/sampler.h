@@ -11,6 +11,10 @@
 //      fixed mode: the shuffled order is cut into batches of batch_size (the last may
 //      be smaller); buckets are not used;
 //   3. the batch list is shuffled with a second generator seeded by (seed, e);
+//      except in the first shortest_first_epochs epochs (SortaGrad, Amodei et
+//      al. 2016, "Deep Speech 2"), where it is sorted by its longest
+//      utterance's duration instead, shortest first (stable), and neither
+//      shuffled nor balanced: adjacent batches, and so each step's, are alike;
 //      then, when an optimizer step takes S > 1 batches (step_batches: world
 //      size x accumulation), each step's S batches are made alike in cost, so
 //      that no rank waits long for a slower one at the gradient all-reduce: the
@@ -57,6 +61,7 @@ struct SamplerOptions {
   int num_buckets = 10;                   // dynamic, when bucket_boundaries is empty
   bool drop_last = false;                 // trim the batch list instead of padding it
   int step_batches = 1;                   // batches per optimizer step; > 1 balances steps (3.)
+  int shortest_first_epochs = 0;          // epochs whose batches go shortest first (3.)
   uint64_t seed = 0;
 };
 

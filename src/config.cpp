@@ -309,6 +309,7 @@ const std::vector<Key>& key_table() {
       MPIASR_INT_KEY(batching, num_buckets, 1, 100000),
       MPIASR_KEY(batching, drop_last),
       MPIASR_KEY(batching, balance_steps),
+      MPIASR_INT_KEY(batching, shortest_first_epochs, 0, 1000000),
       MPIASR_INT_KEY(batching, workers, 1, 256),
       MPIASR_INT_KEY(batching, queue_depth, 1, 1024),
       MPIASR_INT_KEY(batching, frame_multiple, 1, 100000),

@@ -91,6 +91,9 @@ struct BatchingConfig {
   // Each step's batches (ranks x accumulation of them) alike in padded
   // seconds, so ranks reach the all-reduce together (io/sampler.h, step 3).
   bool balance_steps = true;
+  // The first this many epochs take their batches shortest first, unshuffled
+  // (SortaGrad; io/sampler.h, step 3).
+  int shortest_first_epochs = 0;
   int workers = 2;      // loader threads per rank
   int queue_depth = 4;  // batches prepared ahead
   // Training batches are padded to a multiple of this many frames, so that

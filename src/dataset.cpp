@@ -143,6 +143,7 @@ SamplerOptions sampler_options(const Config& config, int world_size) {
   if (config.batching.balance_steps) {
     sampler.step_batches = world_size * config.training.accumulation;
   }
+  sampler.shortest_first_epochs = config.batching.shortest_first_epochs;
   sampler.seed = config.training.seed;
   return sampler;
 }

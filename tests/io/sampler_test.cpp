@@ -326,6 +326,52 @@ TEST(Sampler, BalancedStepsAreTheSameForAnySplitIntoRanksAndAccumulation) {
   EXPECT_THROW(Sampler(durations, options, 0, 1), Error);
 }
 
+TEST(Sampler, ShortestFirstEpochsGoInOrderOfTheLongestUtterance) {
+  // SortaGrad: in the first shortest_first_epochs epochs the global batch
+  // list is the shuffled epoch's batches sorted by their longest utterance,
+  // for any world size; later epochs are as without the option.
+  auto durations = make_durations(503);
+  const auto longest = [&](const std::vector<size_t>& batch) {
+    double value = 0;
+    for (size_t i : batch) value = std::max(value, durations[i]);
+    return value;
+  };
+  for (std::string mode : {"dynamic", "fixed"}) {
+    for (int world : {1, 2, 3}) {
+      SamplerOptions plain;
+      plain.mode = mode;
+      plain.max_batch_seconds = 60;
+      plain.max_batch_utterances = 16;
+      plain.batch_size = 7;
+      plain.seed = 5;
+      plain.step_batches = world;
+      SamplerOptions sorted = plain;
+      sorted.shortest_first_epochs = 2;
+      const std::string label = mode + ", " + std::to_string(world) + " ranks";
+      for (int epoch : {0, 1}) {
+        const Batches batches = interleave(all_ranks(durations, sorted, world, epoch));
+        const Batches shuffled = interleave(all_ranks(durations, plain, world, epoch));
+        // The same batches (and padding copies), in a new order.
+        EXPECT_EQ(batches.size(), shuffled.size()) << label;
+        std::set<std::vector<size_t>> a(batches.begin(), batches.end());
+        std::set<std::vector<size_t>> b(shuffled.begin(), shuffled.end());
+        EXPECT_EQ(a, b) << label << ", epoch " << epoch;
+        // Sorted, up to the padding copies at the end.
+        for (size_t k = 1; k < a.size(); ++k) {
+          EXPECT_LE(longest(batches[k - 1]), longest(batches[k]))
+              << label << ", epoch " << epoch << ", batch " << k;
+        }
+      }
+      EXPECT_EQ(interleave(all_ranks(durations, sorted, world, 2)),
+                interleave(all_ranks(durations, plain, world, 2)))
+          << label << ": epoch 2 is shuffled again";
+    }
+  }
+  SamplerOptions negative;
+  negative.shortest_first_epochs = -1;
+  EXPECT_THROW(Sampler(durations, negative, 0, 1), Error);
+}
+
 TEST(Sampler, UtteranceLongerThanTheBudgetIsNamed) {
   std::vector<double> durations = {1, 2, 3, 4, 5, 31.5, 2};
   SamplerOptions options;
