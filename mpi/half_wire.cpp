@@ -1,8 +1,9 @@
 // fp32 <-> bf16 / fp16 casts of the gradient all-reduce's 16-bit messages
 // (see half_wire.h). bf16: plain loops of integer rounding on the bits,
-// vectorized by the compiler. fp16: _Float16, which GCC converts one value
-// at a time (F16C's scalar vcvtps2ph in the x86-64-v3 and v4 clones); where
-// the CPU has F16C, 8 values at a time by its intrinsics instead.
+// vectorized by the compiler (half_wire_simd.h, once per instruction-set
+// level of kernels/cpu/simd.h). fp16: _Float16, which GCC converts one value
+// at a time (F16C's scalar vcvtps2ph at the avx2 and avx512 levels); at those
+// levels, 8 values at a time by the F16C intrinsics instead.
 #include "mpi/half_wire.h"
 
 #include "kernels/bfloat16.h"
@@ -13,50 +14,20 @@
 #define MPIASR_F16C 1
 #endif
 
+static_assert(sizeof(_Float16) == sizeof(uint16_t));
+
+#define MPIASR_SIMD_SOURCE "mpi/half_wire_simd.h"
+#include "kernels/cpu/simd_levels.h"
+
 namespace mpiasr::mpi {
 
 namespace {
 
-static_assert(sizeof(_Float16) == sizeof(uint16_t));
-
-MPIASR_SIMD_CLONES
-void round_to_bf16(uint16_t* wire, float* values, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    wire[i] = float_to_bfloat16_bits(values[i]);
-    values[i] = bfloat16_bits_to_float(wire[i]);
-  }
-}
-
-MPIASR_SIMD_CLONES
-void from_bf16(float* values, const uint16_t* wire, size_t n, bool add) {
-  if (add) {
-    for (size_t i = 0; i < n; ++i) values[i] += bfloat16_bits_to_float(wire[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) values[i] = bfloat16_bits_to_float(wire[i]);
-  }
-}
-
-MPIASR_SIMD_CLONES
-void round_to_fp16(_Float16* wire, float* values, size_t n) {
-  for (size_t i = 0; i < n; ++i) {
-    wire[i] = static_cast<_Float16>(values[i]);
-    values[i] = static_cast<float>(wire[i]);
-  }
-}
-
-MPIASR_SIMD_CLONES
-void from_fp16(float* values, const _Float16* wire, size_t n, bool add) {
-  if (add) {
-    for (size_t i = 0; i < n; ++i) values[i] += static_cast<float>(wire[i]);
-  } else {
-    for (size_t i = 0; i < n; ++i) values[i] = static_cast<float>(wire[i]);
-  }
-}
-
 #ifdef MPIASR_F16C
+// F16C is part of the avx2 level (x86-64-v3); at the generic level the
+// casts stay baseline x86-64.
 bool has_f16c() {
-  static const bool supported = __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
-  return supported;
+  return simd_level() >= SimdLevel::kAvx2;
 }
 
 // round_to_fp16 and from_fp16, 8 values at a time; the tail by them.
@@ -68,7 +39,7 @@ __attribute__((target("avx,f16c"))) void round_to_fp16_f16c(_Float16* wire, floa
     _mm_storeu_si128(reinterpret_cast<__m128i*>(wire + i), half);
     _mm256_storeu_ps(values + i, _mm256_cvtph_ps(half));
   }
-  round_to_fp16(wire + whole, values + whole, n - whole);
+  MPIASR_SIMD_CALL(round_to_fp16, wire + whole, values + whole, n - whole);
 }
 
 __attribute__((target("avx,f16c"))) void from_fp16_f16c(float* values, const _Float16* wire,
@@ -79,7 +50,7 @@ __attribute__((target("avx,f16c"))) void from_fp16_f16c(float* values, const _Fl
     if (add) received = _mm256_add_ps(_mm256_loadu_ps(values + i), received);
     _mm256_storeu_ps(values + i, received);
   }
-  from_fp16(values + whole, wire + whole, n - whole, add);
+  MPIASR_SIMD_CALL(from_fp16, values + whole, wire + whole, n - whole, add);
 }
 #endif
 
@@ -87,14 +58,14 @@ void to_fp16(_Float16* wire, float* values, size_t n) {
 #ifdef MPIASR_F16C
   if (has_f16c()) return round_to_fp16_f16c(wire, values, n);
 #endif
-  round_to_fp16(wire, values, n);
+  MPIASR_SIMD_CALL(round_to_fp16, wire, values, n);
 }
 
 void from_fp16_any(float* values, const _Float16* wire, size_t n, bool add) {
 #ifdef MPIASR_F16C
   if (has_f16c()) return from_fp16_f16c(values, wire, n, add);
 #endif
-  from_fp16(values, wire, n, add);
+  MPIASR_SIMD_CALL(from_fp16, values, wire, n, add);
 }
 
 // The wire buffers hold raw 16-bit patterns; fp16's loops read them as
@@ -110,7 +81,7 @@ const _Float16* as_fp16(const uint16_t* wire) {
 
 void round_to_wire(HalfWire format, uint16_t* wire, float* values, size_t n) {
   if (format == HalfWire::kBf16) {
-    round_to_bf16(wire, values, n);
+    MPIASR_SIMD_CALL(round_to_bf16, wire, values, n);
   } else {
     to_fp16(as_fp16(wire), values, n);
   }
@@ -118,7 +89,7 @@ void round_to_wire(HalfWire format, uint16_t* wire, float* values, size_t n) {
 
 void add_from_wire(HalfWire format, float* values, const uint16_t* wire, size_t n) {
   if (format == HalfWire::kBf16) {
-    from_bf16(values, wire, n, true);
+    MPIASR_SIMD_CALL(from_bf16, values, wire, n, true);
   } else {
     from_fp16_any(values, as_fp16(wire), n, true);
   }
@@ -126,7 +97,7 @@ void add_from_wire(HalfWire format, float* values, const uint16_t* wire, size_t 
 
 void copy_from_wire(HalfWire format, float* values, const uint16_t* wire, size_t n) {
   if (format == HalfWire::kBf16) {
-    from_bf16(values, wire, n, false);
+    MPIASR_SIMD_CALL(from_bf16, values, wire, n, false);
   } else {
     from_fp16_any(values, as_fp16(wire), n, false);
   }

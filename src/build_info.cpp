@@ -6,6 +6,7 @@
 
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/simd.h"
 #include "mpi/runtime.h"
 #if MPIASR_WITH_CUDA
 #include <cublasLt.h>
@@ -57,6 +58,7 @@ std::string version_text() {
 #endif
   out << "MPI: " << mpi::mpi_library_version() << "\n"
       << "BLAS: " << blas_description() << "\n"
+      << "cpu kernels: " << simd_description() << "\n"
       << "OpenMP: " << openmp_wait_settings() << "\n"
       << "compiler: "
 #if defined(__clang__)

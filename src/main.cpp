@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cpu/simd.h"
 #include "mpi/collectives.h"
 #include "mpi/context.h"
 #include "mpi/runtime.h"
@@ -97,6 +98,13 @@ int report(const std::string& command, const char* what, int code, bool on_every
 int main(int argc, char** argv) {
   using mpiasr::ExitCode;
   set_library_settings(argv);
+  // MPIASR_SIMD (kernels/cpu/simd.h), checked before any kernel runs.
+  try {
+    mpiasr::simd_level();
+  } catch (const mpiasr::Error& e) {
+    std::cerr << "mpiasr: error: " << e.what() << "\n";
+    return int(e.code());
+  }
   CLI::App app{"mpiasr: Conformer-CTC speech recognition trained data-parallel over MPI"};
   app.require_subcommand(1);
   app.set_version_flag(

@@ -14,8 +14,8 @@
 // is scattered back (col2im). Neighbouring chunks share one input row, so
 // even and odd chunks run in two parallel phases.
 //
-// For float on an AVX-512 CPU with whole vectors of channels (multiples of
-// 16), the forward and the subsampling's fused input gradient run the
+// For float at the avx512 level (kernels/cpu/simd.h) with whole vectors of
+// channels (multiples of 16), the forward and the subsampling's fused input gradient run the
 // Winograd transform of conv2d_winograd.h instead, with 0.6 of the
 // multiplies; the fused input gradient's chunks are then 32 output lines,
 // eight rows of its tiles. The weight gradient runs its 2 x 2 tiles there, with

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
-#include "kernels/cpu/gemm.h"
 #include "kernels/cpu/parallel.h"
 #include "kernels/cpu/register_tile.h"
+#include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -159,7 +159,7 @@ std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool
 }
 
 // From here to MPIASR_AVX512_END: built for AVX-512, run only where
-// conv2d_winograd_available says the CPU has it.
+// conv2d_winograd_available says the kernels run at the avx512 level.
 MPIASR_AVX512_BEGIN
 
 typedef register_tile::Vec Vec;
@@ -387,8 +387,7 @@ MPIASR_AVX512_END
 }  // namespace
 
 bool conv2d_winograd_available(int Cin, int Cout) {
-  static const bool avx512 = cpu_vector_features().avx512;
-  return avx512 && Cin % kLanes == 0 && Cout % kLanes == 0;
+  return simd_level() == SimdLevel::kAvx512 && Cin % kLanes == 0 && Cout % kLanes == 0;
 }
 
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight, const float* bias,

@@ -63,8 +63,10 @@
 namespace mpiasr {
 
 // Whether this process runs the Winograd convolution (forward and input
-// gradient) for these channel counts: the CPU has AVX-512 (F, BW, DQ, VL) and Cin, Cout are
-// multiples of 16 (the transforms take 16 channels at a time, in registers).
+// gradient) for these channel counts: the kernels run at the avx512 level
+// (kernels/cpu/simd.h: the CPU has AVX-512 and MPIASR_SIMD does not cap it)
+// and Cin, Cout are multiples of 16 (the transforms take 16 channels at a
+// time, in registers).
 bool conv2d_winograd_available(int Cin, int Cout);
 
 // Output lines of a tile: callers that cut the output into strips of lines

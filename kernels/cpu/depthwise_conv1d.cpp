@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -69,41 +68,14 @@ void for_row_blocks(int n, F&& f) {
   if (i < n) f(std::integral_constant<int, 1>(), i);
 }
 
-// y[r, c] = start + sum_{k < n} a[k, c] xp[r + k, c] for rows r < R and
-// channels [c_begin, c_end), start = init[c], or y[r, c] itself where init is
-// null. The output rows with a = the weight [K, C] (n = K taps), the weight
-// gradient's taps with a = the output gradient (n = frames). A vector of
-// channels at a time, its R sums in registers over k: per k one load of a
-// and R of xp for R multiply-adds (one row at a time would also load and
-// store its sum at every k, and wait on it).
-template <typename T, int R>
-MPIASR_SIMD_CLONES void shifted_products(T* y, const T* a, const T* xp, const T* init, int n, int C,
-                                         int c_begin, int c_end) {
-  constexpr int kLanes = int(64 / sizeof(T));
-  int c0 = c_begin;
-  for (; c0 + kLanes <= c_end; c0 += kLanes) {
-    T acc[R][kLanes];
-    for (int r = 0; r < R; ++r)
-      std::copy_n(init ? init + c0 : y + int64_t(r) * C + c0, kLanes, acc[r]);
-    for (int k = 0; k < n; ++k) {
-      const T* ak = a + int64_t(k) * C + c0;
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        const T* x = xp + int64_t(r + k) * C + c0;
-#pragma omp simd
-        for (int l = 0; l < kLanes; ++l) acc[r][l] += ak[l] * x[l];
-      }
-    }
-    for (int r = 0; r < R; ++r) std::copy_n(acc[r], kLanes, y + int64_t(r) * C + c0);
-  }
-  for (int c = c0; c < c_end; ++c) {
-    for (int r = 0; r < R; ++r) {
-      T sum = init ? init[c] : y[int64_t(r) * C + c];
-      for (int k = 0; k < n; ++k) sum += a[int64_t(k) * C + c] * xp[int64_t(r + k) * C + c];
-      y[int64_t(r) * C + c] = sum;
-    }
-  }
-}
+}  // namespace
+}  // namespace mpiasr
+
+#define MPIASR_SIMD_SOURCE "kernels/cpu/depthwise_conv1d_simd.h"
+#include "kernels/cpu/simd_levels.h"
+
+namespace mpiasr {
+namespace {
 
 // out [B, T, C]: rows t < L_b = shifted_products of the taps over xp (zero_padded) from init [C],
 // in blocks of kBlockRows rows; rows t >= L_b = 0.
@@ -120,8 +92,8 @@ void correlate(T* out, const T* xp, const T* wt, const T* init, const int32_t* l
       T* y = out + (int64_t(b) * T_ + t0) * C;
       const T* x = xp + (b * padded_frames + t0) * C;
       for_row_blocks(valid, [&](auto block_rows, int r) {
-        shifted_products<T, decltype(block_rows)::value>(y + int64_t(r) * C, wt, x + int64_t(r) * C,
-                                                         init, K, C, 0, C);
+        MPIASR_SIMD_CALL(shifted_products, block_rows, y + int64_t(r) * C, wt, x + int64_t(r) * C,
+                         init, K, C, 0, C);
       });
       std::fill(y + int64_t(valid) * C, y + int64_t(rows) * C, T(0));
     }
@@ -171,8 +143,9 @@ void cpu_depthwise_conv1d_backward(T* dinp, T* dweight, T* dbias, const T* dout,
       // Tap k of frame t reads xp row t + k of utterance b.
       const T* x = xp.get() + b * padded_frames * C;
       for_row_blocks(K, [&](auto block_taps, int k) {
-        shifted_products<T, decltype(block_taps)::value>(
-            dwt.data() + int64_t(k) * C, dy, x + int64_t(k) * C, nullptr, valid, C, c_begin, c_end);
+        MPIASR_SIMD_CALL(shifted_products, block_taps, dwt.data() + int64_t(k) * C, dy,
+                         x + int64_t(k) * C, static_cast<const T*>(nullptr), valid, C, c_begin,
+                         c_end);
       });
     }
     if (dweight) {

@@ -1,7 +1,7 @@
 // Dropout in tiles of 32 Philox blocks (256 elements): one loop draws the
-// tile's random bits (by hand with AVX-512 or AVX2 where the processor has
-// it), a second applies the mask, with the Swish before it or the branch's
-// scale after it in the same pass (see dropout.h).
+// tile's random bits (by hand with AVX-512 or AVX2 at those levels of
+// kernels/cpu/simd.h), a second applies the mask, with the Swish before it
+// or the branch's scale after it in the same pass (see dropout.h).
 #include "kernels/cpu/dropout.h"
 
 #include <algorithm>
@@ -35,9 +35,13 @@ constexpr int kTileBlocks = 32;
 constexpr int kTileElements = kTileBlocks * kDropoutElementsPerBlock;
 static_assert(kTileElements == kDropoutTileElements);
 
+using DrawTile = void (*)(uint32_t* bits, uint64_t seed, uint64_t tile);
+
 // bits[e] = dropout_bits(seed, tile * kTileElements + e) for the whole tile,
-// one Philox block at a time (the compiler vectorizes across blocks).
-MPIASR_SIMD_CLONES void draw_tile_portable(uint32_t* bits, uint64_t seed, uint64_t tile) {
+// one Philox block at a time (the compiler vectorizes across blocks). Built
+// for the generic level only: at the avx2 and avx512 levels the tiles below
+// draw the bits.
+void draw_tile_portable(uint32_t* bits, uint64_t seed, uint64_t tile) {
   for (int j = 0; j < kTileBlocks; ++j) {
     dropout_block_bits(seed, tile * kTileBlocks + j, bits + j * kDropoutElementsPerBlock);
   }
@@ -177,41 +181,16 @@ __attribute__((target("avx512f"))) void draw_tile_avx512(uint32_t* bits, uint64_
 }
 #endif
 
-// The tile's bits, by the fastest generator the processor runs. On the
-// AVX-512 Xeon, per element: AVX-512 0.32-0.34 ns, AVX2 0.50-0.58, portable
-// 0.90-0.96 (3 alternations of 200,000 tiles each).
-void draw_tile(uint32_t* bits, uint64_t seed, uint64_t tile) {
-  static const auto fastest = dropout_tile_generators().front().draw;
-  fastest(bits, seed, tile);
-}
-
-// out[i] = value(i, factor) for i in [0, n), factor = 1 / (1 - p) where
-// stream position offset + i is kept and 0 where it is dropped (0 < p < 1):
-// tile by tile, the tile's bits drawn, then one pass over its elements. Built
-// for each instruction set itself: the parallel loop's body is compiled with
-// the function that holds it, not with the caller.
-template <typename T, typename Value>
-MPIASR_SIMD_CLONES void apply_dropout(T* out, float p, uint64_t seed, uint64_t offset, size_t n,
-                                      Value value) {
-  if (n == 0) return;
-  const T scale = T(1) / (T(1) - T(p));
-  const uint32_t threshold = dropout_threshold(p);
-  // Stream positions [offset, offset + n) lie in tiles [first_tile, end_tile).
-  const int64_t first_tile = int64_t(offset / kTileElements);
-  const int64_t end_tile = int64_t((offset + n + kTileElements - 1) / kTileElements);
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (int64_t tile = first_tile; tile < end_tile; ++tile) {
-    uint32_t bits[kTileElements];
-    draw_tile(bits, seed, uint64_t(tile));
-    const uint64_t tile_start = uint64_t(tile) * kTileElements;
-    const uint64_t begin = std::max(tile_start, offset);
-    const uint64_t end = std::min(tile_start + kTileElements, offset + n);
-    const uint32_t* tile_bits = bits + (begin - tile_start);
-    const size_t first = size_t(begin - offset);
-    const int count = int(end - begin);
-    for (int e = 0; e < count; ++e)
-      out[first + e] = value(first + e, tile_bits[e] >= threshold ? scale : T(0));
-  }
+// The tile generator dropout uses: the fastest at the level in use (the first
+// of dropout_tile_generators()). On the AVX-512 Xeon, per element: AVX-512
+// 0.32-0.34 ns, AVX2 0.50-0.58, portable 0.90-0.96 (3 alternations of
+// 200,000 tiles each).
+DrawTile fastest_draw_tile() {
+#if MPIASR_DROPOUT_X86
+  if (simd_level() == SimdLevel::kAvx512) return draw_tile_avx512;
+  if (simd_level() == SimdLevel::kAvx2) return draw_tile_avx2;
+#endif
+  return draw_tile_portable;
 }
 
 void check_probability(float p) {
@@ -219,6 +198,12 @@ void check_probability(float p) {
 }
 
 }  // namespace
+}  // namespace mpiasr
+
+#define MPIASR_SIMD_SOURCE "kernels/cpu/dropout_simd.h"
+#include "kernels/cpu/simd_levels.h"
+
+namespace mpiasr {
 
 template <typename T>
 void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t offset, size_t n) {
@@ -231,24 +216,14 @@ void cpu_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uint64_t 
     std::memset(out, 0, sizeof(T) * n);
     return;
   }
-  apply_dropout(out, p, seed, offset, n, [&](size_t i, T factor) { return inp[i] * factor; });
+  const auto value = [&](size_t i, T factor) { return inp[i] * factor; };
+  MPIASR_SIMD_CALL(apply_dropout, out, p, seed, offset, n, value);
 }
 
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p,
-                                             uint64_t seed, uint64_t offset, size_t n) {
-  // The gradient passes through the same mask, then the branch's scale (a
-  // product by 1 is exact, so scale 1 needs no case of its own).
-  check_probability(p);
-  const T s = T(scale);
-  if (p == 0.0f || p == 1.0f) {
-    cpu_dropout_forward(dinp, dout, p, seed, offset, n);
-    if (scale == 1.0f) return;
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-    for (size_t i = 0; i < n; ++i) dinp[i] *= s;
-    return;
-  }
-  apply_dropout(dinp, p, seed, offset, n, [&](size_t i, T factor) { return dout[i] * factor * s; });
+void cpu_dropout_backward(T* dinp, const T* dout, float scale, float p, uint64_t seed,
+                          uint64_t offset, size_t n) {
+  MPIASR_SIMD_CALL(cpu_dropout_backward, dinp, dout, scale, p, seed, offset, n);
 }
 
 template <typename T>
@@ -263,8 +238,8 @@ void cpu_swish_dropout_forward(T* out, const T* inp, float p, uint64_t seed, uin
     cpu_dropout_forward(out, inp, p, seed, offset, n);
     return;
   }
-  apply_dropout(out, p, seed, offset, n,
-                [&](size_t i, T factor) { return swish(inp[i]) * factor; });
+  const auto value = [&](size_t i, T factor) { return swish(inp[i]) * factor; };
+  MPIASR_SIMD_CALL(apply_dropout, out, p, seed, offset, n, value);
 }
 
 template <typename T>
@@ -279,15 +254,15 @@ void cpu_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, u
     cpu_swish_backward(dinp, dout, inp, n);
     return;
   }
-  apply_dropout(dinp, p, seed, offset, n,
-                [&](size_t i, T factor) { return swish_grad(inp[i], dout[i] * factor); });
+  const auto value = [&](size_t i, T factor) { return swish_grad(inp[i], dout[i] * factor); };
+  MPIASR_SIMD_CALL(apply_dropout, dinp, p, seed, offset, n, value);
 }
 
 std::vector<DropoutTileGenerator> dropout_tile_generators() {
   std::vector<DropoutTileGenerator> generators;
 #if MPIASR_DROPOUT_X86
-  if (__builtin_cpu_supports("avx512f")) generators.push_back({"avx512", draw_tile_avx512});
-  if (__builtin_cpu_supports("avx2")) generators.push_back({"avx2", draw_tile_avx2});
+  if (simd_level() >= SimdLevel::kAvx512) generators.push_back({"avx512", draw_tile_avx512});
+  if (simd_level() >= SimdLevel::kAvx2) generators.push_back({"avx2", draw_tile_avx2});
 #endif
   generators.push_back({"portable", draw_tile_portable});
   return generators;

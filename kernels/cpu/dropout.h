@@ -35,9 +35,10 @@ void cpu_swish_dropout_backward(T* dinp, const T* dout, const T* inp, float p, u
 
 // The stream's random bits are drawn a tile of 256 elements at a time:
 // draw(bits, seed, tile) writes bits[e] = dropout_bits(seed, 256 tile + e),
-// e < 256. dropout_tile_generators() lists the generators this processor
-// runs, the fastest first, which is the one dropout uses (AVX-512, AVX2, then
-// portable C); the tests check each against kernels/philox.h.
+// e < 256. dropout_tile_generators() lists the generators at or below the
+// instruction-set level in use (kernels/cpu/simd.h), the fastest first,
+// which is the one dropout uses (AVX-512, AVX2, then portable C); the tests
+// check each against kernels/philox.h.
 constexpr int kDropoutTileElements = 256;
 struct DropoutTileGenerator {
   const char* name;

@@ -4,22 +4,21 @@
 #include <algorithm>
 
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/simd.h"
 #include "src/base/error.h"
+
+#define MPIASR_SIMD_SOURCE "kernels/cpu/elementwise_simd.h"
+#include "kernels/cpu/simd_levels.h"
 
 namespace mpiasr {
 
 template <typename To, typename From>
-MPIASR_SIMD_CLONES void cpu_cast(To* dst, const From* src, size_t n) {
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (size_t i = 0; i < n; ++i) dst[i] = To(src[i]);
+void cpu_cast(To* dst, const From* src, size_t n) {
+  MPIASR_SIMD_CALL(cpu_cast, dst, src, n);
 }
 
 template <typename T>
-MPIASR_SIMD_CLONES void cpu_add_scaled(T* y, const T* x, const T* r, float alpha, size_t n) {
-  const T a = T(alpha);
-#pragma omp parallel for schedule(static) if (parallel_worth(int64_t(n)))
-  for (size_t i = 0; i < n; ++i) y[i] = x[i] + a * r[i];
+void cpu_add_scaled(T* y, const T* x, const T* r, float alpha, size_t n) {
+  MPIASR_SIMD_CALL(cpu_add_scaled, y, x, r, alpha, n);
 }
 
 template <typename T>

@@ -8,8 +8,8 @@
 // of w holds NV contiguous vectors, w_step floats after row k - 1. The NP x NV accumulators (at
 // most 24) stay in registers over k: per k, NV loads of w, NP broadcasts of x, NP * NV fused
 // multiply-adds. Only for code built for AVX-512 (between
-// MPIASR_AVX512_BEGIN and MPIASR_AVX512_END), run where
-// cpu_vector_features().avx512 holds. GCC only.
+// MPIASR_AVX512_BEGIN and MPIASR_AVX512_END), run where the kernels run at
+// the avx512 level (kernels/cpu/simd.h). GCC only.
 #pragma once
 
 #include <cstring>

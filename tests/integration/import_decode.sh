@@ -36,6 +36,13 @@ expect_line "$work/version.log" '^OpenMP: OMP_WAIT_POLICY=passive, GOMP_SPINCOUN
 run_ok "$work/version-active.log" env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active "$mpiasr" --version
 expect_line "$work/version-active.log" '^OpenMP: OMP_WAIT_POLICY=active, GOMP_SPINCOUNT=unset$' \
   "--version with the user's OMP_WAIT_POLICY"
+# The CPU kernels' instruction-set level, which MPIASR_SIMD caps; an unknown
+# level is a usage error.
+expect_line "$work/version.log" '^cpu kernels: (generic|avx2|avx512) \(' "--version"
+run_ok "$work/version-generic.log" env MPIASR_SIMD=generic "$mpiasr" --version
+expect_line "$work/version-generic.log" '^cpu kernels: generic \(' "--version with MPIASR_SIMD=generic"
+exits_with "$work/version-sse.log" 2 'MPIASR_SIMD=sse4 is not a level of the CPU kernels' \
+  env MPIASR_SIMD=sse4 "$mpiasr" --version
 
 # LibriSpeech layout: speaker/chapter/speaker-chapter-NNNN.flac + trans.txt.
 count=0

@@ -35,7 +35,8 @@ class Conv2dWinograd : public ::testing::TestWithParam<ConvCase> {};
 
 TEST_P(Conv2dWinograd, MatchesNaiveConvolutionOnOneAndTwoThreads) {
   const ConvCase c = GetParam();
-  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(c.Cin, c.Cout))
+    GTEST_SKIP() << "the kernels do not run at the avx512 level";
   std::mt19937_64 rng(31);
   const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -90,7 +91,8 @@ std::vector<double> naive_input_grad_strip(const std::vector<double>& g,
 
 TEST_P(Conv2dWinograd, InputGradientStripsMatchNaiveSums) {
   const ConvCase c = GetParam();
-  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(c.Cin, c.Cout))
+    GTEST_SKIP() << "the kernels do not run at the avx512 level";
   std::mt19937_64 rng(32);
   const int Ho = conv2d_out_size(c.H);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -133,7 +135,8 @@ std::vector<double> naive_weight_grad(const std::vector<double>& g, const std::v
 
 TEST_P(Conv2dWinograd, WeightGradientAddsTheNaiveSumOnOneAndTwoThreads) {
   const ConvCase c = GetParam();
-  if (!conv2d_winograd_available(c.Cin, c.Cout)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(c.Cin, c.Cout))
+    GTEST_SKIP() << "the kernels do not run at the avx512 level";
   std::mt19937_64 rng(34);
   const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto g = testing::random_vector(testing::out_size(c), rng);
@@ -155,7 +158,8 @@ TEST_P(Conv2dWinograd, WeightGradientAddsTheNaiveSumOnOneAndTwoThreads) {
 // float against double (the GEMM path).
 TEST(Conv2dWinograd, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
   const int B = 2, H = 403, W = 41, C = 48;
-  if (!conv2d_winograd_available(C, C)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(C, C))
+    GTEST_SKIP() << "the kernels do not run at the avx512 level";
   const int H1 = conv2d_out_size(H), W1 = conv2d_out_size(W);
   const int H2 = conv2d_out_size(H1), W2 = conv2d_out_size(W1);
   std::mt19937_64 rng(33);
@@ -196,7 +200,8 @@ INSTANTIATE_TEST_SUITE_P(
                       ));
 
 TEST(Conv2dWinograd, IsAvailableOnlyForWholeVectorsOfChannels) {
-  if (!conv2d_winograd_available(16, 16)) GTEST_SKIP() << "this CPU has no AVX-512";
+  if (!conv2d_winograd_available(16, 16))
+    GTEST_SKIP() << "the kernels do not run at the avx512 level";
   EXPECT_FALSE(conv2d_winograd_available(1, 16));
   EXPECT_FALSE(conv2d_winograd_available(24, 16));
   EXPECT_FALSE(conv2d_winograd_available(16, 24));
