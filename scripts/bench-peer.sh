@@ -39,8 +39,8 @@ done
   { echo "bench-peer.sh: $python has no PyTorch 2.x" >&2; exit 2; }
 # Both programs run under the settings the mpiasr program runs with: its
 # OpenMP waits (src/main.cpp), and the OpenBLAS core it picks where OpenBLAS
-# took the CPU for a generic one (README, "A CPU newer than OpenBLAS"), which
-# model_bench does not pick for itself.
+# took the CPU for a generic one (docs/cpu-performance.md, "A CPU newer than
+# OpenBLAS"), which model_bench does not pick for itself.
 version=$("$build/mpiasr" --version)
 export OMP_WAIT_POLICY GOMP_SPINCOUNT
 OMP_WAIT_POLICY=$(sed -n 's/^OpenMP: OMP_WAIT_POLICY=\([^,]*\),.*/\1/p' <<<"$version")

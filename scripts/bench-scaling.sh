@@ -7,7 +7,7 @@
 #   scripts/bench-scaling.sh [--local] [--net N[xR]]... [--rounds K] [--rate RATE]
 #       [--steps N] [--warmup N] [--threads T] [--build DIR] [--out DIR] [--utterances N]
 #
-# The README's scaling table is this, on an otherwise idle machine:
+# The table of docs/scaling.md is this, on an otherwise idle machine:
 #   scripts/bench-scaling.sh --local --net 2x1 --net 2x2 --net 4x1 --rounds 3
 #
 #   --local         this machine, shared memory (the default when --net is not given):

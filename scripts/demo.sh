@@ -10,8 +10,14 @@
 #   4. evaluates the best checkpoint on the held-out test set: CER, WER and a
 #      few reference/hypothesis pairs, decoded greedily and then by beam search
 #      with a 3-gram language model of the training transcripts (its weight
-#      and word bonus chosen on the validation set, see README "Decoding");
-#   5. draws the training curves into runs/demo/metrics.png.
+#      and word bonus chosen on the validation set, see docs/decoding.md);
+#   5. draws the training curves into runs/demo/metrics.png;
+#   6. writes the headline figures to runs/demo/results.json: CER and WER
+#      (percent) greedy and with beam search and the LM, the steps and the
+#      wall time trained (metrics.jsonl's last line, resumed runs included),
+#      the commit (git rev-parse --short HEAD; "unknown" outside a checkout)
+#      and whether the tree differed from it (git status: tracked changes or
+#      untracked files that are not ignored), the date (UTC) and the CPU.
 # Run it again and training resumes from its last checkpoint (or, when done,
 # goes straight to evaluation); remove runs/demo to start over.
 #
@@ -52,14 +58,58 @@ stamp "evaluation on the test set ($corpus/test.tsv)"
 evaluate "$out" "$corpus/test.tsv" "$out/test"
 
 stamp "beam search with a 3-gram language model of the training transcripts"
+beam=16 lm_weight=0.3 word_bonus=1.5
 cut -f2 "$corpus/train.tsv" >"$out/train-transcripts.txt"
 "$mpiasr" lm "$out/train-transcripts.txt" --order 3 --out "$out/lm3.arpa"
-evaluate "$out" "$corpus/test.tsv" "$out/test-beam-lm" --decoder beam --beam 16 \
-  --lm "$out/lm3.arpa" --lm-weight 0.3 --word-bonus 1.5
+evaluate "$out" "$corpus/test.tsv" "$out/test-beam-lm" --decoder beam --beam "$beam" \
+  --lm "$out/lm3.arpa" --lm-weight "$lm_weight" --word-bonus "$word_bonus"
 
 stamp "metrics plot"
 scripts/plot-metrics "$out/metrics.jsonl" "$out/metrics.png"
 echo "training curves: $out/metrics.png"
+
+stamp "results: $out/results.json"
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=null
+if [[ $commit != unknown ]]; then
+  if [[ -n $(git status --porcelain 2>/dev/null) ]]; then dirty=true; else dirty=false; fi
+fi
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+/usr/bin/python3 - "$out" "$corpus/test.tsv" "$commit" "$dirty" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  "${cpu:-unknown}" "$beam" "$lm_weight" "$word_bonus" <<'EOF'
+import json, re, sys
+out, manifest, commit, dirty, date, cpu, beam, lm_weight, word_bonus = sys.argv[1:]
+
+
+def scores(log):
+    text = open(log).read()
+    cer = re.search(r"^CER ([0-9.]+)%", text, re.M)
+    wer = re.search(r"^WER ([0-9.]+)%", text, re.M)
+    decoded = re.search(r"^decoded ([0-9]+) utterances", text, re.M)
+    if not cer or not wer:
+        sys.exit("demo.sh: no CER or WER line in " + log)
+    return ({"cer_percent": float(cer.group(1)), "wer_percent": float(wer.group(1))},
+            int(decoded.group(1)) if decoded else None)
+
+
+greedy, utterances = scores(out + "/test-eval.log")
+beam_lm, _ = scores(out + "/test-beam-lm-eval.log")
+beam_lm.update(beam=int(beam), lm_order=3, lm_weight=float(lm_weight),
+               word_bonus=float(word_bonus))
+last = {}
+for line in open(out + "/metrics.jsonl"):
+    if line.strip():
+        last = json.loads(line)
+results = {
+    "test_manifest": manifest, "test_utterances": utterances,
+    "greedy": greedy, "beam_lm": beam_lm,
+    "steps": last.get("step"), "train_wall_seconds": last.get("elapsed_s"),
+    "commit": commit, "dirty": json.loads(dirty), "date": date, "cpu": cpu,
+}
+with open(out + "/results.json", "w") as f:
+    json.dump(results, f, indent=2)
+    f.write("\n")
+EOF
 
 stamp "done"
 echo "training wall time: ${train_seconds}s; total: ${SECONDS}s"
@@ -68,3 +118,4 @@ grep -E '^(CER|WER) ' "$out/test-eval.log"
 echo "beam search with the 3-gram LM:"
 grep -E '^(CER|WER) ' "$out/test-beam-lm-eval.log"
 echo "per-utterance hypotheses: $out/test-hypotheses.tsv; checkpoints: $out/checkpoints"
+echo "figures: $out/results.json (commit $commit)"

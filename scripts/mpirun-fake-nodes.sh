@@ -32,7 +32,7 @@
 # cores up to 2 ranks) both then ran on core 0 while core 1 idled: 2 fake
 # nodes of 1 rank took 2.05x the time of the same work unbound. Nor is each
 # node bound to a core of its own: 4 nodes of 1 rank, two to a core, then
-# stepped 1.21x slower than unbound (README, "Scaling").
+# stepped 1.21x slower than unbound (measured for commit 44bcac5).
 # Needs root for the namespaces; as root, mpirun's root check is waived here.
 set -euo pipefail
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"

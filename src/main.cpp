@@ -37,8 +37,8 @@ namespace {
 //    parallel region must be woken for the next, 0.1-0.2 ms on a virtual
 //    machine, and the `small` step runs about 500 regions. 10,000 pauses,
 //    about 0.25 ms on an AMD EPYC, keep the team awake between the regions
-//    of one layer: that step ran 1.06-1.10x faster on 2 threads (README,
-//    "The CPU step against PyTorch").
+//    of one layer: that step ran 1.06-1.10x faster on 2 threads (measured
+//    for commit 85631ac).
 //  - OPENBLAS_CORETYPE, unless the user set it, when OpenBLAS took this CPU
 //    for a generic one (kernels/cpu/gemm.h, openblas_core_to_request; the
 //    `small` step ran 3.2x faster with it on an Emerald Rapids Xeon). The

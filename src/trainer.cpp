@@ -175,7 +175,7 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
     out << "note: training.threads = " << threads
         << " is more than this rank's share of its cores (" << ctx.default_threads()
         << "): ranks whose threads share a core wait for each other at "
-        << "every parallel region (README, \"mpirun\")\n";
+        << "every parallel region (docs/scaling.md, \"Ranks and threads on one node\")\n";
   }
   Trainer<float, float> trainer(config, ctx, backend, threads, out);
   return trainer.run(options);

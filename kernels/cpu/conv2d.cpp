@@ -21,6 +21,11 @@ namespace mpiasr {
 
 namespace {
 
+// The subsampling's fused input side cuts conv.2's output into strips of 8
+// rows of Winograd tiles where the transform runs (a strip of 40 tiles at
+// `small`'s width; conv2d_winograd.cpp, kChunkTiles).
+constexpr int kWinogradStripLines = 8 * kConv2dWinogradTileLines;
+
 // Target size of a chunk's column matrix, in elements; a chunk is a whole
 // number of output lines (at least one).
 constexpr int64_t kChunkElements = 256 * 1024;
@@ -304,10 +309,9 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const bool winograd = !winograd_weight.empty();
   std::vector<T> wr(winograd ? 0 : size_t(C) * K);
   if (!winograd) reorder_weight(wr.data(), weight2, C, C);
-  // Chunks of output lines: 8 rows of Winograd tiles (a strip of 40 tiles at
-  // `small`'s width; conv2d_winograd.cpp, kChunkTiles), or the GEMM's column
+  // Chunks of output lines: kWinogradStripLines, or the GEMM's column
   // matrix size.
-  const int chunk_lines = winograd ? 8 * kConv2dWinogradTileLines : second.lines_per_chunk();
+  const int chunk_lines = winograd ? kWinogradStripLines : second.lines_per_chunk();
   const int chunks = (second.Ho + chunk_lines - 1) / chunk_lines;
   // Per chunk: the first convolution's dWt [9, C] then its bias sum [C].
   const size_t slot = size_t(10) * C;
@@ -366,5 +370,13 @@ template void cpu_subsampling_first_conv_backward<float>(float*, float*, const f
 template void cpu_subsampling_first_conv_backward<double>(double*, double*, const double*,
                                                           const double*, const double*,
                                                           const double*, int, int, int, int);
+
+Conv2dMultiplyAdds cpu_conv2d_float_multiply_adds(int B, int Cin, int H, int W, int Cout) {
+  const int64_t direct = int64_t(B) * conv2d_out_size(H) * conv2d_out_size(W) * 9 * Cin * Cout;
+  if (!conv2d_winograd_available(Cin, Cout)) return {direct, direct, direct};
+  return {conv2d_winograd_forward_multiply_adds(B, Cin, H, W, Cout),
+          conv2d_winograd_input_grad_multiply_adds(B, Cin, H, W, Cout, kWinogradStripLines),
+          conv2d_winograd_weight_grad_multiply_adds(B, Cin, H, W, Cout)};
+}
 
 }  // namespace mpiasr

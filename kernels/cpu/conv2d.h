@@ -30,6 +30,8 @@
 //   dinp is overwritten; dweight and dbias are accumulated; null skips.
 #pragma once
 
+#include <cstdint>
+
 namespace mpiasr {
 
 inline int conv2d_out_size(int in) {
@@ -60,5 +62,16 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
 template <typename T>
 void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2, const T* a1,
                                          const T* x, const T* weight2, int B, int H, int W, int C);
+
+// The multiply-adds of the matrix products that the float functions above
+// run in this process for a convolution of these sizes: the forward, the
+// input gradient (the subsampling's fused input side, for the second
+// convolution) and the weight gradient. The direct convolution's B Ho Wo 9
+// Cin Cout each, or the Winograd transform's fewer where it runs
+// (conv2d_winograd.h); for the benchmarks' FLOP counts.
+struct Conv2dMultiplyAdds {
+  int64_t forward, input_grad, weight_grad;
+};
+Conv2dMultiplyAdds cpu_conv2d_float_multiply_adds(int B, int Cin, int H, int W, int Cout);
 
 }  // namespace mpiasr

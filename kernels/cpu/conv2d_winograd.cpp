@@ -16,6 +16,30 @@
 
 namespace mpiasr {
 
+namespace {
+
+// The tiles' geometry, which the kernels below and the counts of
+// conv2d_winograd_*_multiply_adds share.
+// Along one axis: output pixels of a tile, input pixels it reads, points.
+constexpr int kOut = kConv2dWinogradTileLines;
+constexpr int kSpan = 2 * kOut + 1;
+constexpr int kAxisPoints = 2 * kOut + 1;
+constexpr int kPoints = kAxisPoints * kAxisPoints;
+
+// The weight gradient's 2 x 2 output tiles (5 x 5 input pixels, 25 points).
+constexpr int kGradOut = 2;
+constexpr int kGradSpan = 2 * kGradOut + 1;
+constexpr int kGradAxisPoints = 2 * kGradOut + 1;
+constexpr int kGradPoints = kGradAxisPoints * kGradAxisPoints;
+
+// Tiles of `out` pixels along an axis of `pixels` output pixels, the last
+// one cut by the edge.
+int tiles_along(int pixels, int out) {
+  return (pixels + out - 1) / out;
+}
+
+}  // namespace
+
 #if MPIASR_REGISTER_TILE
 
 namespace {
@@ -23,12 +47,6 @@ namespace {
 constexpr int kLanes = register_tile::kLanes;
 constexpr int kBlockChannels = register_tile::kPanelColumns;
 constexpr int kTileRows = register_tile::kMaxRows;
-
-// Along one axis: output pixels of a tile, input pixels it reads, points.
-constexpr int kOut = kConv2dWinogradTileLines;
-constexpr int kSpan = 2 * kOut + 1;
-constexpr int kAxisPoints = 2 * kOut + 1;
-constexpr int kPoints = kAxisPoints * kAxisPoints;
 
 // Bt [point][input pixel]: points 0-4 are F(4, 2) of the even inputs x0, x2,
 // x4, x6, x8 at 0, 1, -1, 2 and infinity (rows scaled to integers, the
@@ -62,12 +80,6 @@ constexpr float kOutputTransform[kOut][kAxisPoints] = {{1, 1, 1, 1, 0, 1, 0, 0, 
 // (medians of 6 alternations, 1 thread); on an AMD EPYC, 32 and 64 were no
 // faster than 16.
 constexpr int kChunkTiles = 64;
-
-// The weight gradient's 2 x 2 output tiles (5 x 5 input pixels, 25 points).
-constexpr int kGradOut = 2;
-constexpr int kGradSpan = 2 * kGradOut + 1;
-constexpr int kGradAxisPoints = 2 * kGradOut + 1;
-constexpr int kGradPoints = kGradAxisPoints * kGradAxisPoints;
 
 // Bt [point][input pixel]: points 0-2 are F(2, 2) of the even inputs x0, x2,
 // x4 (x0 - x2, x2, x4 - x2), points 3-4 the odd inputs x1, x3.
@@ -104,7 +116,7 @@ Shape make_shape(int B, int Cin, int H, int W, int Cout) {
   MPIASR_CHECK(B >= 0 && H >= 3 && W >= 3,
                "conv2d needs at least a 3x3 input: B=" << B << " H=" << H << " W=" << W);
   const int Ho = conv2d_out_size(H), Wo = conv2d_out_size(W);
-  return {B, Cin, H, W, Cout, Ho, Wo, (Ho + kOut - 1) / kOut, (Wo + kOut - 1) / kOut};
+  return {B, Cin, H, W, Cout, Ho, Wo, tiles_along(Ho, kOut), tiles_along(Wo, kOut)};
 }
 
 // Tile t of the whole batch, in image, tile-row, tile-column order, for
@@ -448,8 +460,7 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
   const int strip_rows = 2 * lines + 1;
   std::fill(strip, strip + int64_t(strip_rows) * W * Cin, 0.0f);
   const float* dout_image = dout + int64_t(b) * s.Ho * s.Wo * Cout;
-  const int tile_rows = (lines + kOut - 1) / kOut;
-  const int tiles = tile_rows * s.tile_cols;
+  const int tiles = tiles_along(lines, kOut) * s.tile_cols;
   for (int t0 = 0; t0 < tiles; t0 += kChunkTiles) {
     const int n = std::min(kChunkTiles, tiles - t0);
     // Tile t0 + t: strip-relative first output line and first column.
@@ -472,8 +483,8 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
 void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float* inp, int B,
                                  int Cin, int H, int W, int Cout) {
   const Shape s = make_shape(B, Cin, H, W, Cout);
-  const int tile_rows = (s.Ho + kGradOut - 1) / kGradOut;
-  const int tile_cols = (s.Wo + kGradOut - 1) / kGradOut;
+  const int tile_rows = tiles_along(s.Ho, kGradOut);
+  const int tile_cols = tiles_along(s.Wo, kGradOut);
   const int64_t tiles = int64_t(B) * tile_rows * tile_cols;
   const int64_t chunks = (tiles + kGradChunkTiles - 1) / kGradChunkTiles;
   const bool parallel = s.multiply_adds() >= kParallelMinMultiplyAdds;
@@ -540,5 +551,30 @@ void conv2d_winograd_input_grad_strip(float*, const float*, const float*, float*
 }
 
 #endif
+
+// Each point's product is [tiles, Cin] x [Cin, Cout] (the forward), [tiles,
+// Cout] x [Cout, Cin] (the input gradient) or [Cin, tiles] x [tiles, Cout]
+// (the weight gradient): tiles x Cin x Cout multiply-adds a point.
+int64_t conv2d_winograd_forward_multiply_adds(int B, int Cin, int H, int W, int Cout) {
+  const int64_t tiles =
+      int64_t(B) * tiles_along(conv2d_out_size(H), kOut) * tiles_along(conv2d_out_size(W), kOut);
+  return tiles * kPoints * Cin * Cout;
+}
+
+int64_t conv2d_winograd_input_grad_multiply_adds(int B, int Cin, int H, int W, int Cout,
+                                                 int strip_lines) {
+  const int Ho = conv2d_out_size(H), tile_cols = tiles_along(conv2d_out_size(W), kOut);
+  // Tiles per image: each strip's, as conv2d_winograd_input_grad_strip cuts it.
+  int64_t tiles = 0;
+  for (int first_line = 0; first_line < Ho; first_line += strip_lines)
+    tiles += int64_t(tiles_along(std::min(strip_lines, Ho - first_line), kOut)) * tile_cols;
+  return B * tiles * kPoints * Cin * Cout;
+}
+
+int64_t conv2d_winograd_weight_grad_multiply_adds(int B, int Cin, int H, int W, int Cout) {
+  const int64_t tiles = int64_t(B) * tiles_along(conv2d_out_size(H), kGradOut) *
+                        tiles_along(conv2d_out_size(W), kGradOut);
+  return tiles * kGradPoints * Cin * Cout;
+}
 
 }  // namespace mpiasr

@@ -58,6 +58,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 namespace mpiasr {
@@ -99,5 +100,20 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
 // Cin]) for the output gradient dout [B, Ho, Wo, Cout], on 2 x 2 tiles.
 void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float* inp, int B,
                                  int Cin, int H, int W, int Cout);
+
+// The multiply-adds of the point products (the matrix products over the
+// channels) that a call above runs: tiles x points x Cin x Cout, the tiles
+// cut by the image's edge counted whole, for the benchmarks' FLOP counts.
+// The transforms (additions and multiplications by the matrices' small
+// constants, elementwise over the channels) are not counted, as the
+// benchmarks count no elementwise work. The direct convolution's count is
+// B Ho Wo 9 Cin Cout. Pure arithmetic: they answer on any CPU.
+int64_t conv2d_winograd_forward_multiply_adds(int B, int Cin, int H, int W, int Cout);
+// The input gradient of a whole batch, cut into strips of `strip_lines`
+// output lines (the last strip shorter) as conv2d_winograd_input_grad_strip
+// is called.
+int64_t conv2d_winograd_input_grad_multiply_adds(int B, int Cin, int H, int W, int Cout,
+                                                 int strip_lines);
+int64_t conv2d_winograd_weight_grad_multiply_adds(int B, int Cin, int H, int W, int Cout);
 
 }  // namespace mpiasr

@@ -14,7 +14,8 @@
 #      test-unseen, separately;
 #   6. draws valid-unseen CER against wall-clock minutes (cer-minutes.png) and
 #      the usual curves against steps (metrics.png), and writes summary.txt
-#      with the times and a results row for the README's table.
+#      with the times, the commit, the CPU and a results row for the table
+#      of docs/cpu-1h-recipe.md.
 # Run it again and training resumes where it stopped (a spent budget goes
 # straight to evaluation); remove the run folder to start over. The corpus is
 # made once per --hours and reused by every run.
@@ -117,17 +118,23 @@ import json, sys
 state = json.load(open(sys.argv[1]))
 minutes, cer = state["train_seconds"] / 60, state["best_cer"]
 print(state["step"], f"{minutes:.1f}", "-" if cer is None else f"{100 * cer:.2f}")' "$latest")
+# The commit the figures are measured at ("+dirty" when the tree differs from
+# it) and the CPU, for the table of docs/cpu-1h-recipe.md.
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [[ $commit != unknown && -n $(git status --porcelain 2>/dev/null) ]]; then commit+="+dirty"; fi
+cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 {
   echo "run: $run ($config ${overrides[*]})"
+  echo "commit: $commit; CPU: ${cpu:-unknown}, $(nproc) cores; $(date -u +%Y-%m-%dT%H:%M:%SZ)"
   echo "corpus: $corpus, ${corpus_args[*]}; generation took $generation"
   echo "prepare: ${prepare_seconds}s; training (this invocation): ${train_seconds}s;" \
     "trained in all runs: $train_minutes min, $steps steps"
   echo "valid-unseen CER (best checkpoint): $valid_cer%"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-eval.log" | tr '\n' ' ')"
-  echo "| setting | steps | minutes | valid-unseen CER | test-seen CER | test-unseen CER |"
-  echo "| $name | $steps | $train_minutes | $valid_cer% | $(cer_of "$run/test-seen-eval.log")% |" \
-    "$(cer_of "$run/test-unseen-eval.log")% |"
+  echo "| setting | commit | steps | minutes | valid-unseen CER | test-seen CER | test-unseen CER |"
+  echo "| $name | \`$commit\` | $steps | $train_minutes | $valid_cer% |" \
+    "$(cer_of "$run/test-seen-eval.log")% | $(cer_of "$run/test-unseen-eval.log")% |"
 } >"$run/summary.txt"
 stamp "done"
 cat "$run/summary.txt"

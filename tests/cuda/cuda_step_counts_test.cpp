@@ -8,7 +8,7 @@
 // no call that makes the host wait (a synchronization, a copy from or to
 // pageable memory), and as many launches as the backend counted. The launch
 // counts of `tiny` and of `large`'s structure (18 blocks, narrow) are printed
-// and recorded as test properties for the README's table.
+// and recorded as test properties for the table of docs/gpu.md.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -1,5 +1,5 @@
 // The analytic roofline of a training step (kernels/roofline_backend.h), for
-// the README's figures: a fp16-mixed step of the Conformer on 32 utterances of
+// docs/gpu.md's figures: a fp16-mixed step of the Conformer on 32 utterances of
 // 15 s (the GPU benchmark's batch, model/bench/cuda_train_bench.cu) as the
 // trainer queues it, on the RooflineBackend with the GPU's types, so the
 // activation arena is planned as on the GPU and nothing is computed.
@@ -95,7 +95,7 @@ TEST(StepRoofline, TalliedFlopsEqualTheClosedForm) {
   }
 }
 
-// The figures of the README: medium and large at 32 x 15 s.
+// The figures of docs/gpu.md: medium and large at 32 x 15 s.
 TEST(StepRoofline, FiguresAt32x15Seconds) {
   const DatasheetPeaks h200 = datasheet_peaks("NVIDIA H200");
   for (const std::string preset : {"medium", "large"}) {

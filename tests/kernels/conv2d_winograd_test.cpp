@@ -208,5 +208,49 @@ TEST(Conv2dWinograd, IsAvailableOnlyForWholeVectorsOfChannels) {
   EXPECT_TRUE(conv2d_winograd_available(144, 144));
 }
 
+// The counts of products the benchmarks use, at the subsampling's conv.2 in
+// model_bench (16 images of 199 x 39 pixels, 99 x 19 outputs, 144
+// channels): 4 x 4 tiles are 25 x 5 to an image, 81 products each per
+// channel pair, 0.60 of the direct 9 per output pixel; 2 x 2 tiles 50 x 10,
+// 25 products each, 0.74. Counted on any CPU; the dispatcher's count is the
+// direct one where the transform does not run.
+TEST(Conv2dWinograd, CountsTheProductsItRuns) {
+  const int64_t pairs = 144 * 144, direct = int64_t(16) * 99 * 19 * 9 * pairs;
+  EXPECT_EQ(conv2d_winograd_forward_multiply_adds(16, 144, 199, 39, 144),
+            int64_t(16) * 25 * 5 * 81 * pairs);
+  EXPECT_NEAR(double(conv2d_winograd_forward_multiply_adds(16, 144, 199, 39, 144)) / direct, 0.60,
+              0.005);
+  EXPECT_EQ(conv2d_winograd_weight_grad_multiply_adds(16, 144, 199, 39, 144),
+            int64_t(16) * 50 * 10 * 25 * pairs);
+  EXPECT_NEAR(double(conv2d_winograd_weight_grad_multiply_adds(16, 144, 199, 39, 144)) / direct,
+              0.74, 0.005);
+  // Strips of 32 lines hold whole tiles: as many as the forward's. Strips of
+  // 6 lines take 2 tile rows each (16 of them) and the last 3 lines 1.
+  EXPECT_EQ(conv2d_winograd_input_grad_multiply_adds(16, 144, 199, 39, 144, 32),
+            conv2d_winograd_forward_multiply_adds(16, 144, 199, 39, 144));
+  EXPECT_EQ(conv2d_winograd_input_grad_multiply_adds(16, 144, 199, 39, 144, 6),
+            int64_t(16) * (16 * 2 + 1) * 5 * 81 * pairs);
+  // Cin and Cout apart (32 in, 48 out); 5 x 5 outputs are 2 x 2 tiles of
+  // 4 x 4 pixels and 3 x 3 tiles of 2 x 2.
+  EXPECT_EQ(conv2d_winograd_forward_multiply_adds(1, 32, 11, 11, 48), int64_t(4) * 81 * 32 * 48);
+  EXPECT_EQ(conv2d_winograd_weight_grad_multiply_adds(1, 32, 11, 11, 48),
+            int64_t(9) * 25 * 32 * 48);
+
+  const Conv2dMultiplyAdds first = cpu_conv2d_float_multiply_adds(16, 1, 400, 80, 144);
+  const int64_t first_direct = int64_t(16) * 199 * 39 * 9 * 144;
+  EXPECT_EQ(first.forward, first_direct);
+  EXPECT_EQ(first.weight_grad, first_direct);
+  const Conv2dMultiplyAdds second = cpu_conv2d_float_multiply_adds(16, 144, 199, 39, 144);
+  if (conv2d_winograd_available(144, 144)) {
+    EXPECT_EQ(second.forward, conv2d_winograd_forward_multiply_adds(16, 144, 199, 39, 144));
+    EXPECT_EQ(second.input_grad, second.forward);
+    EXPECT_EQ(second.weight_grad, conv2d_winograd_weight_grad_multiply_adds(16, 144, 199, 39, 144));
+  } else {
+    EXPECT_EQ(second.forward, direct);
+    EXPECT_EQ(second.input_grad, direct);
+    EXPECT_EQ(second.weight_grad, direct);
+  }
+}
+
 }  // namespace
 }  // namespace mpiasr
