@@ -22,7 +22,7 @@ bash "$source_dir/scripts/make-corpus.sh" --out "$guard_corpus" --hours 4 --seed
   >"$work/guard_corpus.log" || { tail -20 "$work/guard_corpus.log"; fail "make-corpus.sh exited non-zero"; }
 
 # Progress lines every 10 steps, each with the mean loss of its 10 steps.
-timeout 900 mpirun -np 2 --oversubscribe "$mpiasr" train "$source_dir/scripts/configs/small.yaml" \
+timeout 1200 mpirun -np 2 --oversubscribe "$mpiasr" train "$source_dir/scripts/configs/small.yaml" \
   --data.train_manifest="$guard_corpus/train.tsv" --data.valid_manifest="$guard_corpus/valid.tsv" \
   --data.test_manifest="$guard_corpus/test.tsv" --training.threads=1 --training.max_steps=500 \
   --training.log_every=10 --validation.every_steps=200 --checkpoint.every_steps=0 \
