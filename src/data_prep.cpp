@@ -79,7 +79,8 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
                            (options.force || !exists(config.features.cmvn_path));
     if (!need_tokenizer && !need_cmvn && !options.check_samples) return;
     DatasetOptions dataset_options;
-    dataset_options.check_samples = options.check_samples;
+    dataset_options.samples =
+        options.check_samples ? SampleCheck::kAlways : SampleCheck::kWithSkipBad;
     Manifest train =
         load_dataset(config, config.data.train_manifest, "train", dataset_options, &log);
     Manifest valid;
@@ -126,8 +127,12 @@ CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int t
         }
         for (size_t i = chunk * kCmvnChunk; i < std::min(n, (chunk + 1) * kCmvnChunk); ++i) {
           const Utterance& u = manifest.utterances[i];
-          std::vector<float> samples =
-              read_audio(u.audio_path, u.offset, u.duration, fbank.options().sample_rate);
+          std::vector<float> samples;
+          try {
+            samples = read_audio(u.audio_path, u.offset, u.duration, fbank.options().sample_rate);
+          } catch (const Error& e) {
+            throw Error(e.code(), to_string(InputProblem{manifest.path, u.line, e.what()}));
+          }
           const int frames = fbank.num_frames(samples.size());
           feats.resize(size_t(frames) * size_t(n_mels));
           fbank.compute(samples.data(), samples.size(), feats.data());

@@ -25,7 +25,7 @@ namespace mpiasr {
 
 struct PrepareOptions {
   bool force = false;          // remake the files even when present
-  bool check_samples = false;  // decode every sample of every manifest while validating
+  bool check_samples = false;  // decode every sample (with data.skip_bad train does too)
 };
 
 // Makes what is missing (everything with force) on rank 0, then copies it to

@@ -56,7 +56,8 @@ Manifest load_dataset(const Config& config, const std::string& path, const std::
 
   ValidationOptions validation;
   validation.skip_bad = config.data.skip_bad;
-  validation.check_samples = options.check_samples;
+  validation.check_samples = options.samples == SampleCheck::kAlways ||
+                             (options.samples == SampleCheck::kWithSkipBad && config.data.skip_bad);
   validation.require_transcript = options.require_transcript;
   validation.threads = options.threads;
   ValidationReport report = validate_manifest(manifest, validation);

@@ -117,6 +117,7 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
   DatasetOptions dataset;
   dataset.keep_long = true;
+  dataset.threads = threads;
   Config data_config = checkpoint.config;  // the checkpoint's features and text normalization
   data_config.data.skip_bad = options.skip_bad;
   data_config.data.data_root = options.data_root;
@@ -189,8 +190,9 @@ Command add_eval_command(CLI::App& app) {
                   "word_errors, words (tab-separated, with a header line)");
   sub->add_option(
       "--data.skip_bad", options->skip_bad,
-      "drop bad utterances (unreadable, truncated or too short audio, bad "
-      "transcripts), each reported, instead of stopping (true or false; default false)");
+      "drop bad utterances (unreadable or truncated audio, NaN or infinite samples, bad "
+      "transcripts), each reported with its manifest line, instead of stopping (true or "
+      "false; default false)");
   sub->add_option("--data.data_root", options->data_root,
                   "the folder that $data_root in the manifest's audio paths stands for");
   sub->add_option("--threads", options->threads,

@@ -178,9 +178,10 @@ void Trainer<Act, Acc>::load_data() {
   // caches, so the other ranks read the cache instead of every header.
   std::ostringstream quiet;
   mpi::run_on_main(ctx_, [&] {
-    load_dataset(config_, config_.data.train_manifest, "train", {}, &quiet);
+    const DatasetOptions headers{.samples = SampleCheck::kHeaders};
+    load_dataset(config_, config_.data.train_manifest, "train", headers, &quiet);
     if (!config_.data.valid_manifest.empty()) {
-      load_dataset(config_, config_.data.valid_manifest, "valid", {}, &quiet);
+      load_dataset(config_, config_.data.valid_manifest, "valid", headers, &quiet);
     }
   });
   // Utterances too short for the model are bad utterances (src/utterance_length.h),
@@ -188,12 +189,15 @@ void Trainer<Act, Acc>::load_data() {
   // reported below count each transcript once.
   const Fbank fbank(fbank_options(config_.features, FeatureUse::kEvaluation));
   const std::unique_ptr<Tokenizer> check_tokenizer = load_tokenizer(config_.tokenizer.model_path);
-  train_ = load_dataset(config_, config_.data.train_manifest, "train", {}, &log_);
+  // With data.skip_bad every rank decodes every sample here (src/dataset.h,
+  // SampleCheck) on its share of the cores.
+  const DatasetOptions checked{.threads = threads_};
+  train_ = load_dataset(config_, config_.data.train_manifest, "train", checked, &log_);
   check_utterance_lengths(train_, *check_tokenizer, fbank, config_.data.skip_bad, "train", &log_);
   train_hash_ = hash_hex(manifest_hash(train_));
   mpi::check_agreement(ctx_, "train manifest", manifest_hash(train_));
   if (!config_.data.valid_manifest.empty()) {
-    valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", {}, &log_);
+    valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", checked, &log_);
     check_utterance_lengths(valid_, *check_tokenizer, fbank, config_.data.skip_bad, "valid", &log_);
     valid_hash_ = hash_hex(manifest_hash(valid_));
     mpi::check_agreement(ctx_, "valid manifest", manifest_hash(valid_));

@@ -40,10 +40,13 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
     utterance.line = int(i) + 1;
     manifest.utterances.push_back(std::move(utterance));
   }
+  // With skip_bad every sample is decoded first, as in every command
+  // (src/dataset.h, SampleCheck): a file with NaN or infinite samples is
+  // dropped and the others are transcribed.
   ValidationOptions validation;
-  validation.check_samples = false;
+  validation.check_samples = options.skip_bad;
   validation.require_transcript = false;
-  validation.threads = 1;
+  validation.threads = threads;
   validation.skip_bad = options.skip_bad;
   const ValidationReport report = validate_manifest(manifest, validation);
   if (report.dropped > 0) log << "transcribe: " << report.summary() << "\n";
@@ -85,8 +88,9 @@ Command add_transcribe_command(CLI::App& app) {
       ->required();
   sub->add_option("files", options->files, "audio files")->required();
   sub->add_option("--data.skip_bad", options->skip_bad,
-                  "skip files that cannot be read (each reported on stderr) instead of stopping "
-                  "(true or false; default false)");
+                  "skip bad files (unreadable, truncated, NaN or infinite samples; each "
+                  "reported on stderr) and transcribe the others, instead of stopping (true or "
+                  "false; default false)");
   sub->add_option("--threads", options->threads,
                   "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
       ->check(CLI::Range(0, kMaxThreads));
