@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "io/checkpoint.h"
+#include "io/cmvn.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/conformer.h"
 #include "mpi/broadcast.h"
@@ -71,7 +72,16 @@ CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log
   const TrainingState state = TrainingState::from_json(files.state, where.dir + "/state.json");
   checkpoint.config = load_config(where.dir + "/" + kConfigFile);
   checkpoint.tokenizer = load_tokenizer(where.dir + "/" + state.tokenizer_file);
-  if (!state.cmvn_file.empty()) checkpoint.cmvn_path = where.dir + "/" + state.cmvn_file;
+  if (!state.cmvn_file.empty()) {
+    checkpoint.cmvn_path = where.dir + "/" + state.cmvn_file;
+    // Intact files can hold statistics no audio gives (a doctored copy):
+    // decoding would go on with garbage features.
+    try {
+      CmvnStats::load(checkpoint.cmvn_path);
+    } catch (const Error& e) {
+      throw Error(ExitCode::kCheckpoint, "checkpoint " + where.dir + ": " + e.what());
+    }
+  }
   checkpoint.model_config = conformer_config(checkpoint.config, checkpoint.tokenizer->vocab_size());
   checkpoint.weights =
       tensors_from_safetensors(files.files[kModelFile], where.dir + "/" + kModelFile);

@@ -35,7 +35,9 @@ struct CheckpointModel {
 };
 
 // Loads the checkpoint `path` names (see locate_checkpoint), verifying every
-// file's checksum. Throws Error(kCheckpoint) naming the file at fault.
+// file's checksum and that its CMVN statistics are plausible (io/cmvn.h).
+// Throws Error(kCheckpoint) naming the file at fault, Error(kNonFinite) for
+// weights that are not finite.
 CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log);
 
 struct Recognition {

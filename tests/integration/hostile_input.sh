@@ -96,6 +96,39 @@ expect_line "$work/huge_weights.log" \
   "error: utterance .*: the model.s log-probabilities are not finite \(-?(nan|inf) at output frame 0\)" \
   "overflowing weights"
 
+# Doctored CMVN statistics (state.json's size and CRC32 made to match, so
+# the files are intact): none of them from any audio, each refused at load
+# with exit 4, naming the file and the field; they used to fail an
+# assertion (frames 0) or decode garbage features (a mean of 1e308).
+doctor_cmvn() {
+  rm -rf "${work:?}/$1"
+  mkdir -p "$work/$1"
+  cp -r "$ckpt" "$work/$1/"
+  /usr/bin/python3 - "$work/$1/step-00000002" "$2" <<'PYTHON'
+import json, sys, zlib
+folder, change = sys.argv[1], sys.argv[2]
+state = json.load(open(folder + "/state.json"))
+name = state["cmvn_file"]
+cmvn = json.load(open(folder + "/" + name))
+exec(change)
+data = json.dumps(cmvn).encode()
+open(folder + "/" + name, "wb").write(data)
+state["files"][name] = {"size": len(data), "crc32": "%08x" % zlib.crc32(data)}
+json.dump(state, open(folder + "/state.json", "w"), indent=2)
+PYTHON
+}
+doctor_cmvn cmvn_frames 'cmvn["frames"] = 0'
+expect_exit 4 cmvn_frames "$mpiasr" eval --ckpt "$work/cmvn_frames" --manifest "$corpus/test.tsv"
+expect_line "$work/cmvn_frames.log" \
+  "error: checkpoint $work/cmvn_frames/step-00000002: cmvn: $work/cmvn_frames/step-00000002/cmvn.json: frames 0: statistics of at least one frame are needed" \
+  "CMVN of 0 frames"
+doctor_cmvn cmvn_mean 'cmvn["sum"][5] = 1e308'
+expect_exit 4 cmvn_mean "$mpiasr" transcribe --ckpt "$work/cmvn_mean" \
+  "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)"
+expect_line "$work/cmvn_mean.log" \
+  "error: checkpoint $work/cmvn_mean/step-00000002: cmvn: $work/cmvn_mean/step-00000002/cmvn.json: bin 5: sum 1e\+308 / frames [0-9]+ = mean [0-9.e+]+, outside \[-103.28, 88.73\]" \
+  "CMVN mean of 1e308"
+
 # eval does what its errors suggest: --data.skip_bad drops bad utterances,
 # --data.data_root fills in \$data_root.
 { sed -n 1,2p "$corpus/test.tsv" | sed "s|^|$corpus/|"; printf 'missing.wav\tgone\n'; } >"$work/bad.tsv"
