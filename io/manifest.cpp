@@ -286,8 +286,10 @@ void read_speechbrain(const std::vector<std::string>& lines, const fs::path& dir
   }
 }
 
-// Cache file lines: size, mtime, sample rate, channels, frames, format, path (tab separated).
-constexpr const char* kCacheHeader = "# mpiasr audio headers v1";
+// Cache file lines: size, mtime, sample rate, channels, frames, format, note
+// (AudioInfo::note, often empty), path (tab separated). A v1 line (no note)
+// reads as having no path and is read again.
+constexpr const char* kCacheHeader = "# mpiasr audio headers v2";
 
 }  // namespace
 
@@ -375,7 +377,7 @@ AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)
   std::string line;
   while (std::getline(in, line)) {
     if (line.starts_with('#')) continue;
-    // Seven tab-separated fields; the path is last so it may hold anything but a newline.
+    // Eight tab-separated fields; the path is last so it may hold anything but a newline.
     std::istringstream fields(line);
     Entry entry;
     std::string path;
@@ -385,8 +387,8 @@ AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)
       continue;
     }
     if (!fields.get(separator) || separator != '\t' ||
-        !std::getline(fields, entry.info.format, '\t') || !std::getline(fields, path) ||
-        path.empty())
+        !std::getline(fields, entry.info.format, '\t') ||
+        !std::getline(fields, entry.info.note, '\t') || !std::getline(fields, path) || path.empty())
       continue;
     if (entry.info.sample_rate <= 0) continue;
     entry.info.duration = static_cast<double>(entry.info.frames) / entry.info.sample_rate;
@@ -430,7 +432,8 @@ void AudioInfoCache::save() {
     for (const auto* entry : sorted) {
       const Entry& e = entry->second;
       out << e.size << '\t' << e.mtime << '\t' << e.info.sample_rate << '\t' << e.info.channels
-          << '\t' << e.info.frames << '\t' << e.info.format << '\t' << entry->first << '\n';
+          << '\t' << e.info.frames << '\t' << e.info.format << '\t' << e.info.note << '\t'
+          << entry->first << '\n';
     }
     out.flush();
     if (!out) {

@@ -24,9 +24,10 @@
 // Durations missing from the manifest are read from the audio headers when
 // the manifest is validated (validate_manifest, io/utterance_check.h) and
 // cached next to the manifest in "<manifest>.durations":
-// one line "size<TAB>mtime<TAB>sample_rate<TAB>channels<TAB>frames<TAB>format<TAB>path"
-// per audio file, so a file whose size or modification time changed is read
-// again. A cache that cannot be written is skipped silently.
+// one line "size<TAB>mtime<TAB>sample_rate<TAB>channels<TAB>frames<TAB>format<TAB>note<TAB>path"
+// per audio file (note: AudioInfo::note), so a file whose size or
+// modification time changed is read again. A cache that cannot be written
+// is skipped silently.
 #pragma once
 
 #include <cstdint>

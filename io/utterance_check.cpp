@@ -39,6 +39,7 @@ void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& o
   }
   std::ostringstream what;
   what << "audio file '" << u.audio_path << "': ";
+  if (!info.note.empty()) warned.push_back(what.str() + info.note);
   if (info.frames <= 0) {
     found.push_back(what.str() + "has no samples");
     return;

@@ -18,7 +18,9 @@
 // to the end of the file and reported as a warning: NeMo reads such a segment
 // the same way (to the end of the file), so manifests made for it train the
 // same here, and a clip that leaves too little audio for the transcript is
-// caught by the length check like any short utterance.
+// caught by the length check like any short utterance. A WAV with data past
+// its data chunk (AudioInfo::note) is kept, read as far as its header says,
+// with a warning naming both lengths.
 //
 // Policy: by default any problem throws Error(kBadInput) whose message lists
 // every problem as "file:line: what". With skip_bad, the bad utterances are

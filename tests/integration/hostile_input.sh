@@ -216,6 +216,17 @@ expect_line "$work/transcribe_short.log" \
   "^transcribe: warning: $work/short.wav: too short: .*; its transcript is empty$" \
   "transcribe: the warning"
 
+# A WAV whose data chunk says 0.5 s while 1 s of samples follows: read as
+# far as its header says, with a warning naming both lengths (it used to
+# be read so without a word).
+sox -n -r 16000 -c 1 -b 16 "$work/data_past.wav" synth 1 sine 300
+printf '\x80\x3e\x00\x00' | dd of="$work/data_past.wav" bs=1 seek=40 conv=notrunc status=none
+expect_exit 0 data_past "$mpiasr" transcribe --ckpt "$ckpt" "$work/data_past.wav"
+expect_line "$work/data_past.log" \
+  "^transcribe: warning: .*audio file '$work/data_past.wav': data past its data chunk: the header says 16000 bytes of samples \(0.500 s\), the file holds 32000 \(1.000 s\)" \
+  "data past the data chunk: the warning"
+expect_line "$work/data_past.log" "^$work/data_past.wav	" "data past the data chunk: transcribed"
+
 # Long audio: eval and transcribe decode a 10-minute file in windows, in the
 # memory of the model's plan (a model planned for the whole file asked for
 # tens of GB); the peak resident memory stays under 600 MB.
