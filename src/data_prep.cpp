@@ -88,14 +88,21 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
       valid = load_dataset(config, config.data.valid_manifest, "valid", dataset_options, &log);
     }
     if (need_tokenizer) make_tokenizer(config, train, log);
-    if (options.check_samples) {
-      // The check train's start-up makes, so prepare catches what would stop it.
-      const Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
-      const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(config.tokenizer.model_path);
-      check_utterance_lengths(train, *tokenizer, fbank, config.data.skip_bad, "train", &log);
-      if (!valid.utterances.empty()) {
-        check_utterance_lengths(valid, *tokenizer, fbank, config.data.skip_bad, "valid", &log);
-      }
+    // The length check of train's start-up, before the statistics: what it
+    // drops (data.skip_bad) counts in neither file, and the tokenizer is made
+    // again without their transcripts, so both files are those of the
+    // utterances train keeps, with or without prepare first.
+    const Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
+    const size_t too_short =
+        check_utterance_lengths(train, *load_tokenizer(config.tokenizer.model_path), fbank,
+                                config.data.skip_bad, "train", &log);
+    if (too_short > 0 && need_tokenizer) {
+      log << "tokenizer: made again without the " << too_short << " utterances dropped\n";
+      make_tokenizer(config, train, log);
+    }
+    if (!valid.utterances.empty()) {
+      check_utterance_lengths(valid, *load_tokenizer(config.tokenizer.model_path), fbank,
+                              config.data.skip_bad, "valid", &log);
     }
     if (need_cmvn) make_cmvn(config, train, log);
   });

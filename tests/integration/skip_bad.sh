@@ -42,40 +42,56 @@ for name, frame, value in (("nan", 800, float("nan")), ("inf", 1600, float("inf"
     write_float_wav(f"{sys.argv[1]}/{name}.wav", samples)
 PYTHON
 
-# The training set with nan.wav at line 3 and inf.wav at line 8; their
-# transcripts hold the one letter the corpus lacks, z.
-grep -q z <(cut -f2 "$corpus/train.tsv") && fail "the corpus has a 'z'; pick another letter"
+# And 40 ms of audio, too short for the model (no frame after the x4
+# subsampling), which the length check after the tokenizer drops.
+sox -n -r 16000 -c 1 -b 16 "$work/short.wav" synth 0.04 sine 300
+
+# The training set with nan.wav at line 3, inf.wav at line 8 and short.wav
+# at line 9; their transcripts hold what the corpus lacks: z and digits.
+grep -q '[z0-9]' <(cut -f2 "$corpus/train.tsv") && fail "the corpus has a 'z' or a digit"
 {
   sed -n 1,2p "$corpus/train.tsv" | sed "s|^|$corpus/|"
   printf '%s\tzigzag\n' "$work/nan.wav"
   sed -n 3,6p "$corpus/train.tsv" | sed "s|^|$corpus/|"
   printf '%s\tzero\n' "$work/inf.wav"
+  printf '%s\tin 2026\n' "$work/short.wav"
   sed -n '7,$p' "$corpus/train.tsv" | sed "s|^|$corpus/|"
 } >"$work/bad.tsv"
 total=$(wc -l <"$work/bad.tsv")
-nan_line="bad.tsv:3: audio file '$work/nan.wav': non-finite sample \(nan\) at frame 800 \(0.05 s\)"
+nan_line="(bad|strict).tsv:3: audio file '$work/nan.wav': non-finite sample \(nan\) at frame 800 \(0.05 s\)"
 inf_line="bad.tsv:8: audio file '$work/inf.wav': non-finite sample \(inf\) at frame 1600 \(0.1 s\)"
+short_line="bad.tsv:9: audio file '$work/short.wav': too short: 0.040 s gives 4 feature frames, none"
 options=("${tiny_options[@]}" --data.train_manifest="$work/bad.tsv" --training.max_steps=1)
 
-# Without skip_bad: train stops (exit 3) naming the line, although it reads
-# only headers at start-up (the CMVN statistics decode the audio).
-expect_exit 3 train_strict "$mpiasr" train "$tiny" "${options[@]}" --output.dir="$work/strict"
+# Without skip_bad (and without the short file, which the length check
+# would stop at first): train stops (exit 3) naming the line, although it
+# reads only headers at start-up (the CMVN statistics decode the audio).
+sed 9d "$work/bad.tsv" >"$work/strict.tsv"
+expect_exit 3 train_strict "$mpiasr" train "$tiny" "${options[@]}" --output.dir="$work/strict" \
+  --data.train_manifest="$work/strict.tsv"
 expect_line "$work/train_strict.log" "$nan_line" "train without skip_bad: the NaN line"
 
-# train alone, with skip_bad: both files dropped, named, before anything is built.
+# train alone, with skip_bad: the three dropped, named, before anything is
+# built from the rest.
 expect_exit 0 train_alone "$mpiasr" train "$tiny" "${options[@]}" --data.skip_bad=true \
   --output.dir="$work/alone"
 expect_line "$work/train_alone.log" "^train: kept $((total - 2)) of $total utterances, dropped 2:" \
   "train --data.skip_bad: the summary"
 expect_line "$work/train_alone.log" "$nan_line" "train --data.skip_bad: the NaN line"
 expect_line "$work/train_alone.log" "$inf_line" "train --data.skip_bad: the infinity line"
-grep -q '^z ' "$work/alone/tokens.txt" && fail "train --data.skip_bad: the vocabulary has the dropped 'z'"
+expect_line "$work/train_alone.log" "^train: dropped 1 utterances too short for the model:" \
+  "train --data.skip_bad: the short utterance"
+expect_line "$work/train_alone.log" "$short_line" "train --data.skip_bad: the short line"
+# The vocabulary is that of the utterances kept, made after the drops.
+grep -q '^[z0-9] ' "$work/alone/tokens.txt" &&
+  fail "train --data.skip_bad: the vocabulary has the dropped transcripts' letters"
 
 # prepare, then train: the same utterances dropped, the same files made.
 expect_exit 0 prepare "$mpiasr" prepare "$tiny" "${options[@]}" --data.skip_bad=true \
   --output.dir="$work/prepared"
 expect_line "$work/prepare.log" "$nan_line" "prepare --data.skip_bad: the NaN line"
 expect_line "$work/prepare.log" "$inf_line" "prepare --data.skip_bad: the infinity line"
+expect_line "$work/prepare.log" "$short_line" "prepare --data.skip_bad: the short line"
 for file in tokens.txt cmvn.json; do
   cmp "$work/alone/$file" "$work/prepared/$file" ||
     fail "$file: train alone made another file than prepare"
