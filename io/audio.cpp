@@ -92,6 +92,9 @@ SoundFile::SoundFile(const std::string& path) : path_(path) {
   require_readable_file(path, "audio file", ExitCode::kBadInput);
   std::error_code error;
   size_bytes_ = std::filesystem::file_size(path, error);
+  if (!error && size_bytes_ == 0) {
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': the file is empty (0 bytes)");
+  }
   file_.reset(open_for_reading(path, [&] { return sf_open(path.c_str(), SFM_READ, &info_); }));
   check_header();
 }

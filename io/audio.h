@@ -57,8 +57,8 @@ class SoundFile;
 // a file cut short, or a header that claims more data than the file holds,
 // is reported as truncated with both lengths. A WAV whose data chunk claims
 // less than follows it gets a note (AudioInfo::note) with both lengths.
-// Throws Error(kBadInput) when the file is missing, unreadable, truncated,
-// its format is unsupported or its header is corrupt.
+// Throws Error(kBadInput) when the file is missing, unreadable, empty (0
+// bytes), truncated, its format is unsupported or its header is corrupt.
 AudioInfo read_audio_info(const std::string& path);
 AudioInfo read_audio_info(SoundFile& file);
 

@@ -273,6 +273,8 @@ TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
   fs::create_symlink(dir.file("loop1.wav"), dir.file("loop2.wav"));
   expect("loop1.wav", "a symbolic link loop (too many levels of symbolic links)");
   expect("empty.wav", "has no samples");
+  write_text(dir.file("zero.wav"), "");
+  expect("zero.wav", "the file is empty (0 bytes)");
   expect("corrupt.wav", "corrupt header (libsndfile: Error in WAV");
   expect("song.m4a", "unsupported audio format (libsndfile: Format not recognised");
   expect("nan.wav", "non-finite sample (nan) at frame 100");
