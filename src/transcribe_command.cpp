@@ -2,6 +2,7 @@
 // audio file on stdout, in the order given; everything else goes to stderr.
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "io/utterance_check.h"
 #include "src/base/error.h"
@@ -30,7 +31,8 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   const int threads = ctx.compute_threads(options.threads, "--threads");
   const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
 
-  // The files as a manifest without transcripts; "line" n is the n-th file.
+  // The files as a manifest without transcripts; "line" n is the n-th file
+  // (what the loader names if decoding fails: "command line:n").
   Manifest manifest;
   manifest.path = "command line";
   manifest.use_duration_cache = false;
@@ -42,16 +44,31 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   }
   // With skip_bad every sample is decoded first, as in every command
   // (src/dataset.h, SampleCheck): a file with NaN or infinite samples is
-  // dropped and the others are transcribed.
+  // dropped and the others are transcribed. Problems name the file (the
+  // what says which), not the "manifest" the files were put in.
   ValidationOptions validation;
   validation.check_samples = options.skip_bad;
   validation.require_transcript = false;
   validation.threads = threads;
-  validation.skip_bad = options.skip_bad;
+  validation.skip_bad = true;
+  validation.allow_empty = true;
   const ValidationReport report = validate_manifest(manifest, validation);
-  if (report.dropped > 0) log << "transcribe: " << report.summary() << "\n";
+  std::ostringstream problems;
+  for (const InputProblem& problem : report.problems) problems << "\n  " << problem.what;
+  if (report.dropped > 0 && (!options.skip_bad || report.kept == 0)) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                report.dropped << " of " << options.files.size() << " files cannot be transcribed"
+                               << (options.skip_bad ? ", and none is left"
+                                                    : "; fix them, or skip them with "
+                                                      "--data.skip_bad=true")
+                               << ":" << problems.str());
+  }
+  if (report.dropped > 0) {
+    log << "transcribe: skipped " << report.dropped << " of " << options.files.size()
+        << " files:" << problems.str() << "\n";
+  }
   for (const InputProblem& warning : report.warnings) {
-    log << "transcribe: warning: " << to_string(warning) << "\n";
+    log << "transcribe: warning: " << warning.what << "\n";
   }
 
   // A file too short to give an output frame is transcribed as nothing, with a warning.

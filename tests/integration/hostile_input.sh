@@ -146,8 +146,19 @@ expect_exit 0 eval_root "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/rooted.t
 expect_line "$work/eval_root.log" "^decoded 2 utterances" "eval --data.data_root"
 expect_exit 0 transcribe_skip "$mpiasr" transcribe --ckpt "$ckpt" --data.skip_bad=true \
   "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)" "$work/missing.wav"
-expect_line "$work/transcribe_skip.log" "^transcribe: kept 1 of 2 utterances, dropped 1:" \
+expect_line "$work/transcribe_skip.log" "^transcribe: skipped 1 of 2 files:" \
   "transcribe --data.skip_bad"
+expect_line "$work/transcribe_skip.log" "^  audio file '$work/missing.wav': file not found" \
+  "transcribe --data.skip_bad: the file"
+# Without it: the files named as files (not as lines of a "manifest
+# 'command line'"), and the option that skips them.
+expect_exit 3 transcribe_missing "$mpiasr" transcribe --ckpt "$ckpt" "$work/missing.wav"
+expect_line "$work/transcribe_missing.log" \
+  "error: 1 of 1 files cannot be transcribed; fix them, or skip them with --data.skip_bad=true:$" \
+  "transcribe: a missing file"
+expect_line "$work/transcribe_missing.log" "^  audio file '$work/missing.wav': file not found" \
+  "transcribe: the missing file"
+! grep -q "command line" "$work/transcribe_missing.log" || fail "transcribe: 'command line' named"
 
 # Files: each failure in words, with the exit code of whose file it is.
 expect_exit 2 config_folder "$mpiasr" train "$work" "${tiny_options[@]}"

@@ -132,9 +132,9 @@ expect_exit 0 transcribe_skip "$mpiasr" transcribe --ckpt "$ckpt" --data.skip_ba
   "$work/nan.wav" "$good" "$work/inf.wav"
 [[ $(cut -f1 "$work/transcribe_skip.out") == "$good" ]] ||
   fail "transcribe --data.skip_bad: stdout should have one line, for $good: $(cat "$work/transcribe_skip.out")"
-expect_line "$work/transcribe_skip.err" "^transcribe: kept 1 of 3 utterances, dropped 2:" \
+expect_line "$work/transcribe_skip.err" "^transcribe: skipped 2 of 3 files:" \
   "transcribe --data.skip_bad: the summary"
-expect_line "$work/transcribe_skip.err" "audio file '$work/inf.wav': non-finite sample \(inf\)" \
+expect_line "$work/transcribe_skip.err" "^  audio file '$work/inf.wav': non-finite sample \(inf\)" \
   "transcribe --data.skip_bad: the infinity file"
 
 echo "skip_bad: all checks passed"
