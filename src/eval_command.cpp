@@ -113,8 +113,9 @@ void write_hypotheses(const std::string& path, const Manifest& manifest,
 int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cout : discard;
+  std::ostream& warnings = ctx.is_main() ? std::cerr : discard;
   const int threads = ctx.compute_threads(options.threads, "--threads");
-  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
+  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log, warnings);
   DatasetOptions dataset;
   dataset.keep_long = true;
   dataset.threads = threads;

@@ -63,10 +63,11 @@ std::vector<Hypothesis> gather_hypotheses(const mpi::Context& ctx, std::vector<H
 
 }  // namespace
 
-CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log) {
+CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log,
+                                      std::ostream& warnings) {
   CheckpointModel checkpoint;
   checkpoint.location =
-      locate_checkpoint(path, [&](const std::string& message) { log << message << "\n"; });
+      locate_checkpoint(path, [&](const std::string& message) { warnings << message << "\n"; });
   const CheckpointLocation& where = checkpoint.location;
   CheckpointFiles files = read_checkpoint(where.root, where.step);
   const TrainingState state = TrainingState::from_json(files.state, where.dir + "/state.json");

@@ -38,7 +38,10 @@ struct CheckpointModel {
 // file's checksum and that its CMVN statistics are plausible (io/cmvn.h).
 // Throws Error(kCheckpoint) naming the file at fault, Error(kNonFinite) for
 // weights that are not finite.
-CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log);
+// What is wrong with a checkpoint passed over (a garbled pointer, a folder
+// not intact) goes to `warnings`, the checkpoint loaded to `log`.
+CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log,
+                                      std::ostream& warnings);
 
 struct Recognition {
   EvaluationTotals totals;             // summed over ranks

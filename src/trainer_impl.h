@@ -303,9 +303,9 @@ void Trainer<Act, Acc>::resume() {
     int64_t folders = 0;
     if (is_writer_) {
       folders = int64_t(step_folders(root).size());
+      // On stderr, where the error below refers to them.
       intact = list_intact_steps(root, [&](const std::string& message) {
-        (ctx_.is_main() ? log_ : std::cerr)
-            << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
+        std::cerr << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
       });
     }
     step = mpi::agree_resume_step(ctx_, fs_mode, intact);
@@ -323,7 +323,19 @@ void Trainer<Act, Acc>::resume() {
     }
   }
   if (!step) {
-    log_ << "starting from scratch (no checkpoint in " << root << ")\n";
+    // resume = never passes over what is there, and says so.
+    const std::vector<int64_t> old =
+        config_.checkpoint.resume == ResumeMode::kNever && ctx_.is_main() ? step_folders(root)
+                                                                          : std::vector<int64_t>{};
+    if (old.empty()) {
+      log_ << "starting from scratch (no checkpoint in " << root << ")\n";
+    } else {
+      log_ << "starting from scratch (checkpoint.resume = never); the " << old.size()
+           << " step folders in " << root << " (steps " << old.front() << " to " << old.back()
+           << ") are not resumed, and this run's checkpoints replace them: a step it writes "
+              "overwrites the old one, and retention (checkpoint.keep_last) removes those it "
+              "does not keep\n";
+    }
     state_.epoch = 0;
     state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(0));
     return;

@@ -29,7 +29,7 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cerr : discard;
   const int threads = ctx.compute_threads(options.threads, "--threads");
-  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
+  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log, log);
 
   // The files as a manifest without transcripts; "line" n is the n-th file
   // (what the loader names if decoding fails: "command line:n").

@@ -11,12 +11,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
 train_setup "$1" "$2" hostile_input
 
 # expect_exit CODE NAME COMMAND...: COMMAND exits with CODE (within 120 s);
-# its output is in $work/NAME.log.
+# its stdout is in $work/NAME.out, its stderr in $work/NAME.err and both in
+# $work/NAME.log.
 expect_exit() {
   local code="$1" name="$2" rc=0
   shift 2
   echo "+ [$name] $*"
-  timeout 120 "$@" >"$work/$name.log" 2>&1 || rc=$?
+  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
   ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
 }
 
@@ -204,6 +206,28 @@ expect_line "$work/garbled_latest.log" "^$work/pointer/latest: expected a folder
   "garbled pointers: reported"
 expect_line "$work/garbled_latest.log" "^checkpoint: $work/pointer/step-00000002 \(step 2\)" \
   "garbled pointers: the intact checkpoint"
+# What is wrong with checkpoints passed over goes to stderr, with the errors
+# that point to it ("reported above"), not among eval's results on stdout.
+expect_line "$work/garbled_latest.err" "^$work/pointer/latest: expected a folder name" \
+  "garbled pointers: on stderr"
+! grep -q "expected a folder name" "$work/garbled_latest.out" || fail "garbled pointers on stdout"
+cp -r "$model/checkpoints" "$work/broken_all"
+rm "$work/broken_all/step-00000002/state.json"
+expect_exit 4 train_broken "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=1 \
+  --output.dir="$work/broken_run" --checkpoint.dir="$work/broken_all"
+expect_line "$work/train_broken.err" \
+  "checkpoint $work/broken_all/step-00000002 is not intact: state.json is missing" \
+  "train over broken checkpoints: the folder on stderr"
+expect_line "$work/train_broken.err" "1 step folder\(s\) are not intact \(each is reported above\)" \
+  "train over broken checkpoints: the error"
+! grep -q "not intact" "$work/train_broken.out" || fail "train: 'not intact' on stdout"
+# checkpoint.resume=never over checkpoints says what becomes of them.
+cp -r "$model" "$work/never"
+expect_exit 0 resume_never "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=1 \
+  --output.dir="$work/never" --checkpoint.resume=never
+expect_line "$work/resume_never.out" \
+  "^starting from scratch \(checkpoint.resume = never\); the 1 step folders in $work/never/checkpoints \(steps 2 to 2\) are not resumed" \
+  "checkpoint.resume=never over a checkpoint"
 
 # Utterances too short for the model: prepare finds them (file:line, exit 3)
 # or drops them with data.skip_bad; transcribe gives a very short file an
