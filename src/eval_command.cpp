@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/safetensors.h"
 #include "src/base/error.h"
@@ -155,7 +156,18 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
       << std::defaultfloat;
   if (t.infeasible > 0) {
     log << int64_t(t.infeasible)
-        << " utterances are shorter than their transcript allows and are left out of the loss\n";
+        << " utterances are shorter than their transcript allows and are left out of the loss:\n";
+    constexpr size_t kShown = 20;
+    size_t shown = 0;
+    for (const Hypothesis& h : result.hypotheses) {
+      if (h.feasible || shown++ >= kShown) continue;
+      const Utterance& u = manifest.utterances[h.utterance];
+      std::ostringstream what;
+      what << "audio file '" << u.audio_path << "': " << u.duration << " s for "
+           << checkpoint.tokenizer->encode(u.transcript).size() << " tokens";
+      log << "  " << to_string(InputProblem{manifest.path, u.line, what.str()}) << "\n";
+    }
+    if (shown > kShown) log << "  ... and " << shown - kShown << " more\n";
   }
   const size_t examples = std::min(result.hypotheses.size(), size_t(std::max(options.examples, 0)));
   for (size_t i = 0; i < examples; ++i) {

@@ -22,12 +22,14 @@ namespace mpiasr {
 
 namespace {
 
-// One line per hypothesis: index, the four error counts, the text.
+// One line per hypothesis: index, the four error counts, feasible (0 or 1),
+// the text.
 std::string serialize(const std::vector<Hypothesis>& hypotheses) {
   std::ostringstream out;
   for (const Hypothesis& h : hypotheses) {
     out << h.utterance << '\t' << h.errors.char_errors << '\t' << h.errors.chars << '\t'
-        << h.errors.word_errors << '\t' << h.errors.words << '\t' << h.text << '\n';
+        << h.errors.word_errors << '\t' << h.errors.words << '\t' << h.feasible << '\t' << h.text
+        << '\n';
   }
   return out.str();
 }
@@ -38,7 +40,7 @@ void deserialize(const std::string& bytes, std::vector<Hypothesis>& out) {
     std::istringstream fields(line);
     Hypothesis h;
     fields >> h.utterance >> h.errors.char_errors >> h.errors.chars >> h.errors.word_errors >>
-        h.errors.words;
+        h.errors.words >> h.feasible;
     fields.get();  // the tab before the text
     std::getline(fields, h.text);
     out.push_back(std::move(h));

@@ -245,6 +245,37 @@ expect_exit 0 prepare_skip "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
   --data.train_manifest="$work/short.tsv" --output.dir="$work/prepare_skip" --data.skip_bad=true
 expect_line "$work/prepare_skip.log" "^train: dropped 1 utterances too short for the model:" \
   "prepare --data.skip_bad"
+# eval scores it, and names it among those left out of the loss.
+{ sed -n 1,2p "$corpus/test.tsv" | sed "s|^|$corpus/|"; printf '%s\thello there\n' "$work/short.wav"; } \
+  >"$work/eval_short.tsv"
+expect_exit 0 eval_short "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/eval_short.tsv"
+expect_line "$work/eval_short.log" \
+  "^1 utterances are shorter than their transcript allows and are left out of the loss:$" \
+  "eval: the infeasible count"
+expect_line "$work/eval_short.log" "^  $work/eval_short.tsv:3: audio file '$work/short.wav': 0.04 s for 11 tokens$" \
+  "eval: the infeasible utterance"
+# Utterances over data.max_utterance_seconds are dropped by name, the first
+# 20 of them, against the lengths sox reads.
+long_lines=()
+line=0
+while IFS=$'\t' read -r path _; do
+  line=$((line + 1))
+  if awk -v d="$(soxi -D "$corpus/$path")" 'BEGIN { exit !(d > 2.5) }'; then long_lines+=("$line"); fi
+done <"$corpus/train.tsv"
+((${#long_lines[@]} > 20)) || fail "only ${#long_lines[@]} training utterances over 2.5 s"
+expect_exit 0 prepare_long "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
+  --data.max_utterance_seconds=2.5 --output.dir="$work/prepare_long"
+expect_line "$work/prepare_long.log" \
+  "^train: dropped ${#long_lines[@]} utterances longer than data.max_utterance_seconds = 2.5 s:$" \
+  "prepare: the long utterances"
+for line in "${long_lines[@]:0:20}"; do
+  expect_line "$work/prepare_long.log" "^  $corpus/train.tsv:$line: audio file '.*' lasts [0-9.]+ s$" \
+    "prepare: long utterance at line $line"
+done
+expect_line "$work/prepare_long.log" "^  \.\.\. and $((${#long_lines[@]} - 20)) more$" \
+  "prepare: how many more"
+[[ $(grep -c "^  $corpus/train.tsv:" "$work/prepare_long.log") == 20 ]] ||
+  fail "prepare: not 20 long utterances named"
 expect_exit 0 transcribe_short "$mpiasr" transcribe --ckpt "$ckpt" "$work/short.wav"
 expect_line "$work/transcribe_short.log" "^$work/short.wav	$" "transcribe: an empty transcript"
 expect_line "$work/transcribe_short.log" \
