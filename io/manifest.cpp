@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -418,16 +419,20 @@ AudioInfo AudioInfoCache::lookup(const std::string& audio_path) {
   return info;
 }
 
-void AudioInfoCache::save() {
+std::optional<std::string> AudioInfoCache::save() {
   std::lock_guard lock(mutex_);
-  if (!enabled_ || !changed_) return;
+  if (!enabled_ || !changed_) return std::nullopt;
+  const auto cannot = [&](int error) {
+    return "cannot write its duration cache '" + cache_path_ + "' (" + file_error_text(error) +
+           "): every run reads the audio headers again";
+  };
   std::vector<const std::pair<const std::string, Entry>*> sorted;
   for (const auto& entry : entries_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   const std::string temporary = cache_path_ + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return;
+    if (!out) return cannot(errno);
     out << kCacheHeader << "\n";
     for (const auto* entry : sorted) {
       const Entry& e = entry->second;
@@ -437,16 +442,22 @@ void AudioInfoCache::save() {
     }
     out.flush();
     if (!out) {
+      const int error = errno;
       out.close();
       std::error_code ignored;
       fs::remove(temporary, ignored);
-      return;
+      return cannot(error);
     }
   }
   std::error_code error;
   fs::rename(temporary, cache_path_, error);
-  if (error) fs::remove(temporary, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    return cannot(error.value());
+  }
   changed_ = false;
+  return std::nullopt;
 }
 
 }  // namespace mpiasr

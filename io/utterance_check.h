@@ -49,7 +49,9 @@ struct ValidationOptions {
 
 struct ValidationReport {
   std::vector<InputProblem> problems;
-  std::vector<InputProblem> warnings;  // kept utterances, changed: segments clipped
+  // Kept utterances, changed (segments clipped) or odd (data past a WAV's
+  // data chunk), then line 0: the manifest's duration cache not written.
+  std::vector<InputProblem> warnings;
   size_t kept = 0, dropped = 0;
   // "kept K of N utterances, dropped D:" and one "file:line: what" line per problem.
   std::string summary() const;
