@@ -92,6 +92,9 @@ SoundFile::SoundFile(const std::string& path) : path_(path) {
   require_readable_file(path, "audio file", ExitCode::kBadInput);
   std::error_code error;
   size_bytes_ = std::filesystem::file_size(path, error);
+  if (!error && size_bytes_ == 0) {
+    MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': the file is empty (0 bytes)");
+  }
   file_.reset(open_for_reading(path, [&] { return sf_open(path.c_str(), SFM_READ, &info_); }));
   check_header();
 }
@@ -266,6 +269,23 @@ std::optional<WaveData> wave_data_chunk(const SoundFile& file) {
   return std::nullopt;
 }
 
+// Whether the bytes of a WAV from `position` to its end are whole chunks
+// (a LIST or id3 chunk after the samples is common), or less than one frame.
+bool only_chunks_from(const SoundFile& file, uint64_t position, double bytes_per_frame) {
+  for (int chunk = 0; chunk < 256; ++chunk) {
+    const uint64_t left = file.size_bytes() > position ? file.size_bytes() - position : 0;
+    if (double(left) < bytes_per_frame) return true;
+    const std::string header = file.read_bytes(position, 8);
+    if (header.size() < 8) return false;
+    const bool named = std::all_of(header.begin(), header.begin() + 4,
+                                   [](char c) { return c >= 0x20 && c <= 0x7e; });
+    const uint32_t size = little_endian_u32(header.data() + 4);
+    if (!named || 8 + uint64_t(size) > left) return false;
+    position += 8 + uint64_t(size) + (size & 1);
+  }
+  return false;
+}
+
 // Whether frame `frame` can be decoded (the seek lands on it and it reads).
 bool frame_readable(SoundFile& file, int64_t frame) {
   std::vector<float> one(size_t(file.info().channels));
@@ -295,20 +315,25 @@ std::string frames_text(int64_t frames, int rate) {
 AudioInfo read_audio_info(SoundFile& file) {
   const SF_INFO& info = file.info();
   const int rate = info.samplerate;
+  std::string note;
   if (std::optional<WaveData> data = wave_data_chunk(file)) {
-    // libsndfile quietly shortens a WAV to the bytes present; the header tells.
+    // libsndfile quietly shortens a WAV to the bytes present, and reads no
+    // further than the header says; the header and the file size tell.
+    const uint64_t declared = data->declared_bytes;
     const uint64_t held = file.size_bytes() > data->offset ? file.size_bytes() - data->offset : 0;
-    if (data->declared_bytes > held) {
-      const double bytes_per_frame = info.frames > 0 ? double(held) / double(info.frames) : 0;
-      auto seconds = [&](uint64_t bytes) {
-        return bytes_per_frame > 0
-                   ? " (" + seconds_text(double(bytes) / bytes_per_frame, rate) + ")"
-                   : std::string();
-      };
-      fail_truncated(file,
-                     std::to_string(data->declared_bytes) + " bytes of samples" +
-                         seconds(data->declared_bytes),
-                     std::to_string(held) + seconds(held));
+    const double bytes_per_frame =
+        info.frames > 0 ? double(std::min(held, declared)) / double(info.frames) : 0;
+    auto seconds = [&](uint64_t bytes) {
+      return bytes_per_frame > 0 ? " (" + seconds_text(double(bytes) / bytes_per_frame, rate) + ")"
+                                 : std::string();
+    };
+    const std::string says = std::to_string(declared) + " bytes of samples" + seconds(declared);
+    if (declared > held) fail_truncated(file, says, std::to_string(held) + seconds(held));
+    if (bytes_per_frame > 0 &&
+        !only_chunks_from(file, data->offset + declared + (declared & 1), bytes_per_frame)) {
+      note = "data past its data chunk: the header says " + says + ", the file holds " +
+             std::to_string(held) + seconds(held) + " from the chunk's start, and what follows " +
+             "the chunk is no chunk; only the header's part is read";
     }
   } else if (info.frames > 0 && !frame_readable(file, info.frames - 1)) {
     // Compressed files (FLAC, OGG, ...) give their length in the header; a
@@ -321,8 +346,12 @@ AudioInfo read_audio_info(SoundFile& file) {
     fail_truncated(file, frames_text(info.frames, rate), frames_text(held, rate));
   }
   if (info.frames > 0) file.seek(0);
-  return AudioInfo{info.samplerate, info.channels, info.frames,
-                   static_cast<double>(info.frames) / info.samplerate, format_name(info.format)};
+  return AudioInfo{info.samplerate,
+                   info.channels,
+                   info.frames,
+                   static_cast<double>(info.frames) / info.samplerate,
+                   format_name(info.format),
+                   std::move(note)};
 }
 
 AudioInfo read_audio_info(const std::string& path) {

@@ -30,6 +30,10 @@ struct AudioInfo {
   int64_t frames = 0;
   double duration = 0;  // frames / sample_rate, seconds
   std::string format;   // container extension and encoding, e.g. "flac Signed 16 bit PCM"
+  // What is odd about a file that is read anyway, else "": a WAV whose data
+  // chunk declares fewer bytes than follow it (and what follows is no chunk)
+  // is read as far as its header says, as every reader of WAV does.
+  std::string note;
 };
 
 // A segment (offset + duration) may end this far past the end of its file,
@@ -51,9 +55,10 @@ class SoundFile;
 
 // The header of an audio file, with its length checked against the data:
 // a file cut short, or a header that claims more data than the file holds,
-// is reported as truncated with both lengths. Throws Error(kBadInput) when
-// the file is missing, unreadable, truncated, its format is unsupported or
-// its header is corrupt.
+// is reported as truncated with both lengths. A WAV whose data chunk claims
+// less than follows it gets a note (AudioInfo::note) with both lengths.
+// Throws Error(kBadInput) when the file is missing, unreadable, empty (0
+// bytes), truncated, its format is unsupported or its header is corrupt.
 AudioInfo read_audio_info(const std::string& path);
 AudioInfo read_audio_info(SoundFile& file);
 

@@ -170,12 +170,20 @@ std::string write_checkpoint(const std::string& root, int64_t step, const Checkp
   }
   nlohmann::json state = contents.state;
   state["files"] = nlohmann::json::object();
-  for (const auto& [file, bytes] : contents.files) {
-    write_file_synced(tmp + "/" + file, bytes);
-    state["files"][file] = {{"size", bytes.size()}, {"crc32", crc32_hex(crc32_of(bytes))}};
+  try {
+    for (const auto& [file, bytes] : contents.files) {
+      write_file_synced(tmp + "/" + file, bytes);
+      state["files"][file] = {{"size", bytes.size()}, {"crc32", crc32_hex(crc32_of(bytes))}};
+    }
+    write_file_synced(tmp + "/" + kStateFile, state.dump(2) + "\n");
+    fsync_dir(tmp);
+  } catch (const Error&) {
+    // A partial write (a full disk) is garbage, and holds space that a full
+    // disk needs back: removed here, not by the next write.
+    std::error_code ignored;
+    fs::remove_all(tmp, ignored);
+    throw;
   }
-  write_file_synced(tmp + "/" + kStateFile, state.dump(2) + "\n");
-  fsync_dir(tmp);
 
   std::string final_dir = root + "/" + name;
   std::string replaced;

@@ -92,12 +92,32 @@ CmvnStats CmvnStats::load(const std::string& path) {
     MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": n_mels " << n_mels << " but sum has "
                                               << stats.sum.size() << " and sum_sq "
                                               << stats.sum_sq.size() << " values");
-  if (!(stats.frames >= 0))
-    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": frames " << stats.frames);
-  for (size_t j = 0; j < n_mels; ++j)
-    if (!(stats.sum_sq[j] >= 0) || !std::isfinite(stats.sum[j]))
-      MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": bin " << j << " has sum "
-                                                << stats.sum[j] << ", sum_sq " << stats.sum_sq[j]);
+  if (!(stats.frames > 0) || !std::isfinite(stats.frames))
+    MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": frames " << stats.frames
+                                              << ": statistics of at least one frame are needed");
+  const double low = kMinLogMel, high = kMaxLogMel, widest_std = (high - low) / 2;
+  for (size_t j = 0; j < n_mels; ++j) {
+    const double sum = stats.sum[j], sum_sq = stats.sum_sq[j];
+    if (!std::isfinite(sum) || !std::isfinite(sum_sq) || !(sum_sq >= 0))
+      MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": bin " << j << " has sum " << sum
+                                                << ", sum_sq " << sum_sq
+                                                << " (finite, sum_sq >= 0 expected)");
+    const double mean = sum / stats.frames, mean_sq = sum_sq / stats.frames;
+    if (!(mean >= low && mean <= high))
+      MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": bin " << j << ": sum " << sum
+                                                << " / frames " << stats.frames << " = mean "
+                                                << mean << ", outside [" << low << ", " << high
+                                                << "], the range of log-mel features");
+    // E[x^2] >= E[x]^2 for any values; the sums round at about 1e-16 each.
+    const double variance = mean_sq - mean * mean;
+    if (variance < -1e-6 * mean_sq || variance > widest_std * widest_std)
+      MPIASR_FAIL(ExitCode::kBadInput, "cmvn: " << path << ": bin " << j << ": sum_sq " << sum_sq
+                                                << " / frames " << stats.frames
+                                                << " - mean^2 = variance " << variance
+                                                << ", outside [0, " << widest_std * widest_std
+                                                << "], what log-mel features in [" << low << ", "
+                                                << high << "] can have");
+  }
   return stats;
 }
 

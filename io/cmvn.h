@@ -7,6 +7,9 @@
 // and merge (add) them; the JSON file holds the sums, not the mean and std:
 //   {"n_mels": 80, "frames": 1234.0, "sum": [80 doubles], "sum_sq": [80 doubles]}
 //
+// The statistics a file holds are checked at load: finite, frames > 0, and
+// means and variances that log-mel features can have.
+//
 // Per-utterance CMVN: the same with the statistics of the utterance itself
 // (std floor 1e-5).
 //
@@ -18,6 +21,12 @@
 
 namespace mpiasr {
 
+// The range of a log-mel feature: the log of a float energy, clamped below
+// by the log floor (io/fbank.h), lies in [log(smallest float), log(largest
+// float)].
+inline constexpr double kMinLogMel = -103.28;  // log(1.4e-45) = -103.279
+inline constexpr double kMaxLogMel = 88.73;    // log(3.4028e38) = 88.723
+
 struct CmvnStats {
   std::vector<double> sum, sum_sq;  // [n_mels], empty before the first accumulate
   double frames = 0;
@@ -27,7 +36,11 @@ struct CmvnStats {
   void merge(const CmvnStats& other);
   // Written to path + ".tmp", then renamed, so a reader never sees half a file.
   void save(const std::string& path) const;
-  // Throws Error(kBadInput) naming the file and what is wrong with it.
+  // Throws Error(kBadInput) naming the file, the field and what is wrong
+  // with it: a file that does not parse, frames not > 0, sums not finite,
+  // or statistics no log-mel features have (a bin's mean outside
+  // [kMinLogMel, kMaxLogMel], its variance negative or over the square of
+  // half that range).
   static CmvnStats load(const std::string& path);
 };
 

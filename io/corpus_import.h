@@ -15,9 +15,10 @@
 //                 ("<utterance> <recording> <start s> <end s>", end -1 = to the end
 //                 of the file; without segments the recording is the utterance).
 //                 wav.scp entries that are commands ("... |") or archive
-//                 offsets ("file.ark:123") stop the import, naming file:line:
-//                 convert the audio to files first. Relative paths are taken from
-//                 the current directory, as Kaldi does.
+//                 offsets ("file.ark:123") are refused, since mpiasr runs no
+//                 shell: each utterance of one is dropped, naming the wav.scp
+//                 line (convert the audio to files first). Relative paths are
+//                 taken from the current directory, as Kaldi does.
 //
 // Every entry is checked as a manifest line is (validate_manifest: audio
 // header readable, segment inside the file, transcript not empty after

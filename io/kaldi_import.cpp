@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "io/corpus_import.h"
@@ -78,16 +79,18 @@ ImportReport import_kaldi(const std::string& data_dir) {
   const bool has_segments = fs::exists(segments_file, error);
   std::vector<InputProblem> dropped;
 
-  // Recordings: files only; commands and archive offsets stop the import.
-  std::map<std::string, TableLine> recordings;
-  std::vector<std::string> commands;
+  // Recordings: files only. A command ("... |") or an archive offset is
+  // refused: each utterance of it is dropped, naming its wav.scp line.
+  std::map<std::string, TableLine> recordings, refused;
   for (TableLine& line : read_table(wav_scp, dropped)) {
     const std::string& value = line.rest;
     const size_t colon = value.rfind(':');
     const bool archive = colon != std::string::npos && colon + 1 < value.size() &&
                          value.find_first_not_of("0123456789", colon + 1) == std::string::npos;
     if (!value.empty() && (value.back() == '|' || archive)) {
-      commands.push_back(wav_scp + ":" + std::to_string(line.line) + ": '" + value + "'");
+      line.rest = std::string(archive ? "an archive offset" : "a command") + " ('" + value +
+                  "'), which mpiasr does not run: write its audio to a file and list that";
+      refused.emplace(line.key, std::move(line));
       continue;
     }
     if (value.empty()) {
@@ -96,17 +99,6 @@ ImportReport import_kaldi(const std::string& data_dir) {
     }
     line.rest = fs::absolute(value).lexically_normal().string();
     recordings.emplace(line.key, std::move(line));
-  }
-  if (!commands.empty()) {
-    std::ostringstream list;
-    for (size_t i = 0; i < commands.size() && i < 10; ++i) list << "\n  " << commands[i];
-    if (commands.size() > 10) list << "\n  ... and " << commands.size() - 10 << " more";
-    MPIASR_FAIL(ExitCode::kBadInput,
-                wav_scp << ": " << commands.size()
-                        << " entries are commands or archive offsets, which mpiasr does not run; "
-                           "write the audio to files first (e.g. run each command into a .wav or "
-                           ".flac file and list those):"
-                        << list.str());
   }
 
   // Segments: utterance -> (recording, start, end).
@@ -137,7 +129,8 @@ ImportReport import_kaldi(const std::string& data_dir) {
   }
 
   std::vector<detail::ImportEntry> entries;
-  std::map<std::string, bool> used;  // utterances (segments) or recordings with a transcript
+  std::map<std::string, bool> used;    // utterances (segments) or recordings with a transcript
+  std::set<std::string> refused_used;  // refused recordings an utterance names
   for (const TableLine& line : read_table(text, dropped)) {
     detail::ImportEntry entry;
     entry.origin = {text, line.line, ""};
@@ -157,6 +150,13 @@ ImportReport import_kaldi(const std::string& data_dir) {
       if (segment->second.end != -1) {
         entry.utterance.duration = segment->second.end - segment->second.start;
       }
+    }
+    if (auto bad = refused.find(recording); bad != refused.end()) {
+      refused_used.insert(recording);
+      dropped.push_back({text, line.line,
+                         "recording " + recording + " (" + wav_scp + ":" +
+                             std::to_string(bad->second.line) + ") is " + bad->second.rest});
+      continue;
     }
     auto found = recordings.find(recording);
     if (found == recordings.end()) {
@@ -181,6 +181,12 @@ ImportReport import_kaldi(const std::string& data_dir) {
         dropped.push_back(
             {wav_scp, line.line, "recording " + recording + " has no line in " + text});
       }
+    }
+  }
+  // A refused recording no utterance names is still a fault of wav.scp.
+  for (const auto& [recording, line] : refused) {
+    if (!refused_used.count(recording)) {
+      dropped.push_back({wav_scp, line.line, "recording " + recording + " is " + line.rest});
     }
   }
   return detail::finish_import(data_dir, std::move(entries), std::move(dropped));

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <filesystem>
@@ -286,8 +287,10 @@ void read_speechbrain(const std::vector<std::string>& lines, const fs::path& dir
   }
 }
 
-// Cache file lines: size, mtime, sample rate, channels, frames, format, path (tab separated).
-constexpr const char* kCacheHeader = "# mpiasr audio headers v1";
+// Cache file lines: size, mtime, sample rate, channels, frames, format, note
+// (AudioInfo::note, often empty), path (tab separated). A v1 line (no note)
+// reads as having no path and is read again.
+constexpr const char* kCacheHeader = "# mpiasr audio headers v2";
 
 }  // namespace
 
@@ -375,7 +378,7 @@ AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)
   std::string line;
   while (std::getline(in, line)) {
     if (line.starts_with('#')) continue;
-    // Seven tab-separated fields; the path is last so it may hold anything but a newline.
+    // Eight tab-separated fields; the path is last so it may hold anything but a newline.
     std::istringstream fields(line);
     Entry entry;
     std::string path;
@@ -385,8 +388,8 @@ AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)
       continue;
     }
     if (!fields.get(separator) || separator != '\t' ||
-        !std::getline(fields, entry.info.format, '\t') || !std::getline(fields, path) ||
-        path.empty())
+        !std::getline(fields, entry.info.format, '\t') ||
+        !std::getline(fields, entry.info.note, '\t') || !std::getline(fields, path) || path.empty())
       continue;
     if (entry.info.sample_rate <= 0) continue;
     entry.info.duration = static_cast<double>(entry.info.frames) / entry.info.sample_rate;
@@ -416,34 +419,45 @@ AudioInfo AudioInfoCache::lookup(const std::string& audio_path) {
   return info;
 }
 
-void AudioInfoCache::save() {
+std::optional<std::string> AudioInfoCache::save() {
   std::lock_guard lock(mutex_);
-  if (!enabled_ || !changed_) return;
+  if (!enabled_ || !changed_) return std::nullopt;
+  const auto cannot = [&](int error) {
+    return "cannot write its duration cache '" + cache_path_ + "' (" + file_error_text(error) +
+           "): every run reads the audio headers again";
+  };
   std::vector<const std::pair<const std::string, Entry>*> sorted;
   for (const auto& entry : entries_) sorted.push_back(&entry);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->first < b->first; });
   const std::string temporary = cache_path_ + ".tmp." + std::to_string(getpid());
   {
     std::ofstream out(temporary, std::ios::trunc);
-    if (!out) return;
+    if (!out) return cannot(errno);
     out << kCacheHeader << "\n";
     for (const auto* entry : sorted) {
       const Entry& e = entry->second;
       out << e.size << '\t' << e.mtime << '\t' << e.info.sample_rate << '\t' << e.info.channels
-          << '\t' << e.info.frames << '\t' << e.info.format << '\t' << entry->first << '\n';
+          << '\t' << e.info.frames << '\t' << e.info.format << '\t' << e.info.note << '\t'
+          << entry->first << '\n';
     }
     out.flush();
     if (!out) {
+      const int error = errno;
       out.close();
       std::error_code ignored;
       fs::remove(temporary, ignored);
-      return;
+      return cannot(error);
     }
   }
   std::error_code error;
   fs::rename(temporary, cache_path_, error);
-  if (error) fs::remove(temporary, error);
+  if (error) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    return cannot(error.value());
+  }
   changed_ = false;
+  return std::nullopt;
 }
 
 }  // namespace mpiasr

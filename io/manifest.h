@@ -24,14 +24,16 @@
 // Durations missing from the manifest are read from the audio headers when
 // the manifest is validated (validate_manifest, io/utterance_check.h) and
 // cached next to the manifest in "<manifest>.durations":
-// one line "size<TAB>mtime<TAB>sample_rate<TAB>channels<TAB>frames<TAB>format<TAB>path"
-// per audio file, so a file whose size or modification time changed is read
-// again. A cache that cannot be written is skipped silently.
+// one line "size<TAB>mtime<TAB>sample_rate<TAB>channels<TAB>frames<TAB>format<TAB>note<TAB>path"
+// per audio file (note: AudioInfo::note), so a file whose size or
+// modification time changed is read again. A cache that cannot be written
+// is skipped, with a warning (validate_manifest).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -104,8 +106,10 @@ class AudioInfoCache {
   // time match, else read (read_audio_info; throws Error(kBadInput)) and remembered.
   AudioInfo lookup(const std::string& audio_path);
   // Writes the sidecar file if anything new was read (atomically: temporary
-  // file, then rename). Does nothing when disabled or not writable.
-  void save();
+  // file, then rename). Does nothing when disabled; returns why it could not
+  // be written (a read-only folder, ...), which is no error: the headers are
+  // read again next time.
+  std::optional<std::string> save();
 
  private:
   struct Entry {

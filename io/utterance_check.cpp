@@ -39,6 +39,7 @@ void check_audio(Utterance& u, AudioInfoCache& cache, const ValidationOptions& o
   }
   std::ostringstream what;
   what << "audio file '" << u.audio_path << "': ";
+  if (!info.note.empty()) warned.push_back(what.str() + info.note);
   if (info.frames <= 0) {
     found.push_back(what.str() + "has no samples");
     return;
@@ -98,7 +99,7 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
   for (size_t t = 1; t < threads; ++t) running.push_back(std::async(std::launch::async, worker));
   worker();
   for (auto& done : running) done.get();
-  cache.save();
+  const std::optional<std::string> unsaved = cache.save();
 
   // Problems in manifest order: unparsable lines and utterance problems, by line.
   ValidationReport report;
@@ -111,6 +112,7 @@ ValidationReport validate_manifest(Manifest& manifest, const ValidationOptions& 
       report.warnings.push_back({manifest.path, utterances[i].line, what});
     if (found[i].empty()) kept.push_back(std::move(utterances[i]));
   }
+  if (unsaved) report.warnings.push_back({manifest.path, 0, *unsaved});
   std::stable_sort(report.problems.begin(), report.problems.end(),
                    [](const InputProblem& a, const InputProblem& b) { return a.line < b.line; });
   report.kept = kept.size();

@@ -18,7 +18,9 @@
 // to the end of the file and reported as a warning: NeMo reads such a segment
 // the same way (to the end of the file), so manifests made for it train the
 // same here, and a clip that leaves too little audio for the transcript is
-// caught by the length check like any short utterance.
+// caught by the length check like any short utterance. A WAV with data past
+// its data chunk (AudioInfo::note) is kept, read as far as its header says,
+// with a warning naming both lengths.
 //
 // Policy: by default any problem throws Error(kBadInput) whose message lists
 // every problem as "file:line: what". With skip_bad, the bad utterances are
@@ -47,7 +49,9 @@ struct ValidationOptions {
 
 struct ValidationReport {
   std::vector<InputProblem> problems;
-  std::vector<InputProblem> warnings;  // kept utterances, changed: segments clipped
+  // Kept utterances, changed (segments clipped) or odd (data past a WAV's
+  // data chunk), then line 0: the manifest's duration cache not written.
+  std::vector<InputProblem> warnings;
   size_t kept = 0, dropped = 0;
   // "kept K of N utterances, dropped D:" and one "file:line: what" line per problem.
   std::string summary() const;

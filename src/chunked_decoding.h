@@ -1,7 +1,9 @@
 // Decoding an utterance longer than the decode window in overlapping
-// windows, so eval and transcribe decode audio of any length in the memory
-// the model was planned for (model/batch_shapes.h): a 10-minute file used to
-// ask for a model planned for 60000 frames, tens of GB of attention scores.
+// windows, so eval and transcribe decode audio of any length in the
+// activation memory the model was planned for (model/batch_shapes.h): a
+// 10-minute file used to ask for a model planned for 60000 frames, tens of
+// GB of attention scores. The utterance's features and log-probabilities
+// are still held whole, so memory grows with its length (docs/data.md).
 //
 //   window    DecodeWindowing (src/batch_plan.h): the frames of the longest
 //             utterance the model trained on

@@ -79,7 +79,8 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
                            (options.force || !exists(config.features.cmvn_path));
     if (!need_tokenizer && !need_cmvn && !options.check_samples) return;
     DatasetOptions dataset_options;
-    dataset_options.check_samples = options.check_samples;
+    dataset_options.samples =
+        options.check_samples ? SampleCheck::kAlways : SampleCheck::kWithSkipBad;
     Manifest train =
         load_dataset(config, config.data.train_manifest, "train", dataset_options, &log);
     Manifest valid;
@@ -87,14 +88,21 @@ void prepare_data(const Config& config, const mpi::Context& ctx, const PrepareOp
       valid = load_dataset(config, config.data.valid_manifest, "valid", dataset_options, &log);
     }
     if (need_tokenizer) make_tokenizer(config, train, log);
-    if (options.check_samples) {
-      // The check train's start-up makes, so prepare catches what would stop it.
-      const Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
-      const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(config.tokenizer.model_path);
-      check_utterance_lengths(train, *tokenizer, fbank, config.data.skip_bad, "train", &log);
-      if (!valid.utterances.empty()) {
-        check_utterance_lengths(valid, *tokenizer, fbank, config.data.skip_bad, "valid", &log);
-      }
+    // The length check of train's start-up, before the statistics: what it
+    // drops (data.skip_bad) counts in neither file, and the tokenizer is made
+    // again without their transcripts, so both files are those of the
+    // utterances train keeps, with or without prepare first.
+    const Fbank fbank(fbank_options(config.features, FeatureUse::kEvaluation));
+    const size_t too_short =
+        check_utterance_lengths(train, *load_tokenizer(config.tokenizer.model_path), fbank,
+                                config.data.skip_bad, "train", &log);
+    if (too_short > 0 && need_tokenizer) {
+      log << "tokenizer: made again without the " << too_short << " utterances dropped\n";
+      make_tokenizer(config, train, log);
+    }
+    if (!valid.utterances.empty()) {
+      check_utterance_lengths(valid, *load_tokenizer(config.tokenizer.model_path), fbank,
+                              config.data.skip_bad, "valid", &log);
     }
     if (need_cmvn) make_cmvn(config, train, log);
   });
@@ -126,8 +134,12 @@ CmvnStats compute_cmvn_stats(const Manifest& manifest, const Fbank& fbank, int t
         }
         for (size_t i = chunk * kCmvnChunk; i < std::min(n, (chunk + 1) * kCmvnChunk); ++i) {
           const Utterance& u = manifest.utterances[i];
-          std::vector<float> samples =
-              read_audio(u.audio_path, u.offset, u.duration, fbank.options().sample_rate);
+          std::vector<float> samples;
+          try {
+            samples = read_audio(u.audio_path, u.offset, u.duration, fbank.options().sample_rate);
+          } catch (const Error& e) {
+            throw Error(e.code(), to_string(InputProblem{manifest.path, u.line, e.what()}));
+          }
           const int frames = fbank.num_frames(samples.size());
           feats.resize(size_t(frames) * size_t(n_mels));
           fbank.compute(samples.data(), samples.size(), feats.data());

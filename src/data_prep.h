@@ -6,6 +6,10 @@
 //              seen; bpe/unigram: sentencepiece), saved to tokenizer.model_path
 //   CMVN       sums over every frame of every train utterance (no dither),
 //              saved to features.cmvn_path (features.cmvn = global only)
+// Both from the utterances train keeps: bad ones are dropped first (with
+// data.skip_bad; src/dataset.h), then those too short for the model
+// (src/utterance_length.h), after which the tokenizer is made again without
+// their transcripts; so train alone makes the files prepare makes.
 //
 // They are made on world rank 0 (mpi::run_on_main) and copied to every node
 // (mpi::broadcast_file), so node-local disks work without a shared one. The
@@ -25,7 +29,7 @@ namespace mpiasr {
 
 struct PrepareOptions {
   bool force = false;          // remake the files even when present
-  bool check_samples = false;  // decode every sample of every manifest while validating
+  bool check_samples = false;  // decode every sample (with data.skip_bad train does too)
 };
 
 // Makes what is missing (everything with force) on rank 0, then copies it to

@@ -27,6 +27,18 @@ std::string manifest_format_name(ManifestFormat format) {
   return "auto";
 }
 
+// Writes the first of `problems`, one "  file:line: what" line each, and
+// how many more there are.
+void write_some(std::ostream& log, const std::vector<InputProblem>& problems,
+                const std::string& prefix) {
+  constexpr size_t kShown = 20;
+  for (size_t i = 0; i < std::min(problems.size(), kShown); ++i) {
+    log << prefix << to_string(problems[i]) << "\n";
+  }
+  if (problems.size() > kShown)
+    log << prefix << "... and " << problems.size() - kShown << " more\n";
+}
+
 double total_seconds(const Manifest& manifest) {
   double seconds = 0;
   for (const Utterance& utterance : manifest.utterances) seconds += utterance.duration;
@@ -56,35 +68,31 @@ Manifest load_dataset(const Config& config, const std::string& path, const std::
 
   ValidationOptions validation;
   validation.skip_bad = config.data.skip_bad;
-  validation.check_samples = options.check_samples;
+  validation.check_samples = options.samples == SampleCheck::kAlways ||
+                             (options.samples == SampleCheck::kWithSkipBad && config.data.skip_bad);
   validation.require_transcript = options.require_transcript;
   validation.threads = options.threads;
   ValidationReport report = validate_manifest(manifest, validation);
   if (log && report.dropped > 0) *log << name << ": " << report.summary() << "\n";
-  if (log) {
-    constexpr size_t kWarningsShown = 20;
-    for (size_t i = 0; i < std::min(report.warnings.size(), kWarningsShown); ++i) {
-      *log << name << ": warning: " << to_string(report.warnings[i]) << "\n";
-    }
-    if (report.warnings.size() > kWarningsShown) {
-      *log << name << ": " << report.warnings.size() - kWarningsShown << " more warnings\n";
-    }
-  }
+  if (log) write_some(*log, report.warnings, name + ": warning: ");
 
   const double max_seconds = options.keep_long ? 0.0 : config.data.max_utterance_seconds;
   if (max_seconds > 0) {
     std::vector<Utterance> kept;
-    size_t dropped = 0;
+    std::vector<InputProblem> dropped;
     for (Utterance& utterance : manifest.utterances) {
       if (utterance.duration > max_seconds) {
-        ++dropped;
+        std::ostringstream what;
+        what << "audio file '" << utterance.audio_path << "' lasts " << utterance.duration << " s";
+        dropped.push_back({manifest.path, utterance.line, what.str()});
       } else {
         kept.push_back(std::move(utterance));
       }
     }
-    if (log && dropped > 0) {
-      *log << name << ": dropped " << dropped << " utterances longer than "
-           << "data.max_utterance_seconds = " << max_seconds << " s\n";
+    if (log && !dropped.empty()) {
+      *log << name << ": dropped " << dropped.size() << " utterances longer than "
+           << "data.max_utterance_seconds = " << max_seconds << " s:\n";
+      write_some(*log, dropped, "  ");
     }
     manifest.utterances = std::move(kept);
   }

@@ -3,7 +3,8 @@
 // sees them.
 //
 //   read_manifest (format, $data_root)  ->  validate_manifest (every problem at
-//   once, file:line; skip_bad drops instead)  ->  drop utterances longer than
+//   once, file:line; skip_bad drops instead; with skip_bad every sample is
+//   decoded, see SampleCheck)  ->  drop utterances longer than
 //   data.max_utterance_seconds  ->  check the dynamic batch budget  ->
 //   normalize_text (tokenizer.lowercase, tokenizer.strip_punctuation)
 // Evaluation keeps every utterance (keep_long): a test set is scored whole.
@@ -25,8 +26,22 @@
 
 namespace mpiasr {
 
+// Which audio validation decodes. Headers show a missing, corrupt or
+// truncated file; only the samples show NaN or infinite values. With
+// data.skip_bad every command decodes every sample at start-up, so the
+// utterances dropped are decided before anything is built from the data
+// (tokenizer, CMVN statistics, batches) and are the same in prepare, train,
+// eval and transcribe. Without it, train, eval and transcribe read the
+// headers and stop (exit 3) at a bad sample when they reach it, naming the
+// manifest line.
+enum class SampleCheck {
+  kWithSkipBad,  // every sample when data.skip_bad is set, else the headers
+  kAlways,       // every sample (prepare)
+  kHeaders,      // the headers only (filling the duration cache ahead of the other ranks)
+};
+
 struct DatasetOptions {
-  bool check_samples = false;      // decode every sample (prepare does; train reads headers)
+  SampleCheck samples = SampleCheck::kWithSkipBad;
   bool require_transcript = true;  // false for transcription of unlabelled audio
   bool keep_long = false;          // evaluation: no length limit, no batch budget check
   int threads = 0;                 // validation threads; 0 = one per core

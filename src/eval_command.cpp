@@ -16,6 +16,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "io/safetensors.h"
 #include "src/base/error.h"
@@ -113,10 +114,12 @@ void write_hypotheses(const std::string& path, const Manifest& manifest,
 int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cout : discard;
+  std::ostream& warnings = ctx.is_main() ? std::cerr : discard;
   const int threads = ctx.compute_threads(options.threads, "--threads");
-  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
+  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log, warnings);
   DatasetOptions dataset;
   dataset.keep_long = true;
+  dataset.threads = threads;
   Config data_config = checkpoint.config;  // the checkpoint's features and text normalization
   data_config.data.skip_bad = options.skip_bad;
   data_config.data.data_root = options.data_root;
@@ -153,7 +156,18 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
       << std::defaultfloat;
   if (t.infeasible > 0) {
     log << int64_t(t.infeasible)
-        << " utterances are shorter than their transcript allows and are left out of the loss\n";
+        << " utterances are shorter than their transcript allows and are left out of the loss:\n";
+    constexpr size_t kShown = 20;
+    size_t shown = 0;
+    for (const Hypothesis& h : result.hypotheses) {
+      if (h.feasible || shown++ >= kShown) continue;
+      const Utterance& u = manifest.utterances[h.utterance];
+      std::ostringstream what;
+      what << "audio file '" << u.audio_path << "': " << u.duration << " s for "
+           << checkpoint.tokenizer->encode(u.transcript).size() << " tokens";
+      log << "  " << to_string(InputProblem{manifest.path, u.line, what.str()}) << "\n";
+    }
+    if (shown > kShown) log << "  ... and " << shown - kShown << " more\n";
   }
   const size_t examples = std::min(result.hypotheses.size(), size_t(std::max(options.examples, 0)));
   for (size_t i = 0; i < examples; ++i) {
@@ -189,8 +203,9 @@ Command add_eval_command(CLI::App& app) {
                   "word_errors, words (tab-separated, with a header line)");
   sub->add_option(
       "--data.skip_bad", options->skip_bad,
-      "drop bad utterances (unreadable, truncated or too short audio, bad "
-      "transcripts), each reported, instead of stopping (true or false; default false)");
+      "drop bad utterances (unreadable or truncated audio, NaN or infinite samples, bad "
+      "transcripts), each reported with its manifest line, instead of stopping (true or "
+      "false; default false)");
   sub->add_option("--data.data_root", options->data_root,
                   "the folder that $data_root in the manifest's audio paths stands for");
   sub->add_option("--threads", options->threads,

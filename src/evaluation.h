@@ -76,7 +76,8 @@ void allreduce_totals(const mpi::Context& ctx, EvaluationTotals& totals);
 struct Hypothesis {
   size_t utterance = 0;  // index into the manifest
   std::string text;
-  ErrorCounts errors;  // of this utterance alone
+  ErrorCounts errors;    // of this utterance alone
+  bool feasible = true;  // false: shorter than its transcript allows, left out of the loss
 };
 
 // Called after each batch with the utterances done so far on this rank.
@@ -135,14 +136,15 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
     }
     for (int b = 0; b < B; ++b) {
       const size_t utterance = batch.utterance_indices[size_t(b)];
-      if (std::isfinite(losses[size_t(b)])) {
+      Hypothesis hypothesis;
+      hypothesis.utterance = utterance;
+      hypothesis.feasible = std::isfinite(losses[size_t(b)]);
+      if (hypothesis.feasible) {
         totals.loss += losses[size_t(b)];
         totals.tokens += batch.target_lengths[size_t(b)];
       } else {
         totals.infeasible += 1;
       }
-      Hypothesis hypothesis;
-      hypothesis.utterance = utterance;
       hypothesis.text = normalize_text(
           tokenizer.decode(std::vector<int>(decoded[size_t(b)].begin(), decoded[size_t(b)].end())),
           kCollapseSpaces);

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "io/corpus_import.h"
+#include "src/base/error.h"
 #include "src/commands.h"
 
 namespace mpiasr {
@@ -14,6 +15,7 @@ namespace {
 
 struct ImportOptions {
   std::string kind, source, out;
+  bool strict = false;  // any dropped entry fails the import, and no manifest is written
 };
 
 int run_import(const ImportOptions& options, const mpi::Context& ctx) {
@@ -21,6 +23,13 @@ int run_import(const ImportOptions& options, const mpi::Context& ctx) {
   const ImportReport report = options.kind == "librispeech"   ? import_librispeech(options.source)
                               : options.kind == "commonvoice" ? import_common_voice(options.source)
                                                               : import_kaldi(options.source);
+  if (options.strict && !report.dropped.empty()) {
+    MPIASR_FAIL(ExitCode::kBadInput, options.kind << " " << options.source << ": with --strict "
+                                                  << report.dropped.size()
+                                                  << " dropped entries fail the import; no "
+                                                     "manifest written: "
+                                                  << report.summary());
+  }
   write_manifest(options.out, report.utterances);
   std::cout << options.kind << " " << options.source << ": " << report.summary() << "\n"
             << "manifest: " << options.out << "\n";
@@ -34,7 +43,7 @@ Command add_import_command(CLI::App& app) {
       "import",
       "Write an mpiasr manifest from a LibriSpeech folder, a Common Voice TSV or a Kaldi data "
       "directory, checking every audio header; prints the entries kept, the hours and each "
-      "entry dropped with its reason.");
+      "entry dropped with its reason (file:line: what).");
   auto options = std::make_shared<ImportOptions>();
   sub->add_option("kind", options->kind,
                   "librispeech (a folder above <speaker>/<chapter>/*.trans.txt), commonvoice (a "
@@ -47,6 +56,13 @@ Command add_import_command(CLI::App& app) {
                   "the manifest to write; its extension picks the format: .jsonl (NeMo, keeps "
                   "durations and segments), .tsv or .csv (SpeechBrain)")
       ->required();
+  sub->add_flag("--strict", options->strict,
+                "fail (exit 3, no manifest written) when any entry is dropped");
+  sub->footer(
+      "Faulty entries (a missing or unreadable audio file, a Kaldi command or archive offset, a "
+      "line that does not parse, an empty transcript, ...) are dropped and each is listed; the "
+      "manifest holds the others. Exit codes: 0 when at least one entry is kept, 3 when none is "
+      "(or, with --strict, when any entry is dropped), 2 for a bad command line.");
   return {sub, [options](mpi::Context& ctx) { return run_import(*options, ctx); }};
 }
 

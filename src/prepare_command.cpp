@@ -19,7 +19,9 @@ Command add_prepare_command(CLI::App& app) {
   sub->add_option("config", *config_path, "the config file (YAML)")->required();
   sub->add_flag("--force", options->force, "remake the tokenizer and statistics when present");
   sub->add_flag("!--no-audio-check", options->check_samples,
-                "read only the audio headers, not every sample");
+                "read only the audio headers, not every sample (with data.skip_bad every "
+                "sample is decoded still, as in every command, so the same utterances are "
+                "dropped)");
   sub->allow_extras();
   sub->footer(overrides_help());
   return {sub, [sub, config_path, options](mpi::Context& ctx) {

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "io/checkpoint.h"
+#include "io/cmvn.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/conformer.h"
 #include "mpi/broadcast.h"
@@ -21,12 +22,14 @@ namespace mpiasr {
 
 namespace {
 
-// One line per hypothesis: index, the four error counts, the text.
+// One line per hypothesis: index, the four error counts, feasible (0 or 1),
+// the text.
 std::string serialize(const std::vector<Hypothesis>& hypotheses) {
   std::ostringstream out;
   for (const Hypothesis& h : hypotheses) {
     out << h.utterance << '\t' << h.errors.char_errors << '\t' << h.errors.chars << '\t'
-        << h.errors.word_errors << '\t' << h.errors.words << '\t' << h.text << '\n';
+        << h.errors.word_errors << '\t' << h.errors.words << '\t' << h.feasible << '\t' << h.text
+        << '\n';
   }
   return out.str();
 }
@@ -37,7 +40,7 @@ void deserialize(const std::string& bytes, std::vector<Hypothesis>& out) {
     std::istringstream fields(line);
     Hypothesis h;
     fields >> h.utterance >> h.errors.char_errors >> h.errors.chars >> h.errors.word_errors >>
-        h.errors.words;
+        h.errors.words >> h.feasible;
     fields.get();  // the tab before the text
     std::getline(fields, h.text);
     out.push_back(std::move(h));
@@ -62,16 +65,26 @@ std::vector<Hypothesis> gather_hypotheses(const mpi::Context& ctx, std::vector<H
 
 }  // namespace
 
-CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log) {
+CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log,
+                                      std::ostream& warnings) {
   CheckpointModel checkpoint;
   checkpoint.location =
-      locate_checkpoint(path, [&](const std::string& message) { log << message << "\n"; });
+      locate_checkpoint(path, [&](const std::string& message) { warnings << message << "\n"; });
   const CheckpointLocation& where = checkpoint.location;
   CheckpointFiles files = read_checkpoint(where.root, where.step);
   const TrainingState state = TrainingState::from_json(files.state, where.dir + "/state.json");
   checkpoint.config = load_config(where.dir + "/" + kConfigFile);
   checkpoint.tokenizer = load_tokenizer(where.dir + "/" + state.tokenizer_file);
-  if (!state.cmvn_file.empty()) checkpoint.cmvn_path = where.dir + "/" + state.cmvn_file;
+  if (!state.cmvn_file.empty()) {
+    checkpoint.cmvn_path = where.dir + "/" + state.cmvn_file;
+    // Intact files can hold statistics no audio gives (a doctored copy):
+    // decoding would go on with garbage features.
+    try {
+      CmvnStats::load(checkpoint.cmvn_path);
+    } catch (const Error& e) {
+      throw Error(ExitCode::kCheckpoint, "checkpoint " + where.dir + ": " + e.what());
+    }
+  }
   checkpoint.model_config = conformer_config(checkpoint.config, checkpoint.tokenizer->vocab_size());
   checkpoint.weights =
       tensors_from_safetensors(files.files[kModelFile], where.dir + "/" + kModelFile);

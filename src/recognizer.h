@@ -35,8 +35,13 @@ struct CheckpointModel {
 };
 
 // Loads the checkpoint `path` names (see locate_checkpoint), verifying every
-// file's checksum. Throws Error(kCheckpoint) naming the file at fault.
-CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log);
+// file's checksum and that its CMVN statistics are plausible (io/cmvn.h).
+// Throws Error(kCheckpoint) naming the file at fault, Error(kNonFinite) for
+// weights that are not finite.
+// What is wrong with a checkpoint passed over (a garbled pointer, a folder
+// not intact) goes to `warnings`, the checkpoint loaded to `log`.
+CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log,
+                                      std::ostream& warnings);
 
 struct Recognition {
   EvaluationTotals totals;             // summed over ranks

@@ -178,9 +178,10 @@ void Trainer<Act, Acc>::load_data() {
   // caches, so the other ranks read the cache instead of every header.
   std::ostringstream quiet;
   mpi::run_on_main(ctx_, [&] {
-    load_dataset(config_, config_.data.train_manifest, "train", {}, &quiet);
+    const DatasetOptions headers{.samples = SampleCheck::kHeaders};
+    load_dataset(config_, config_.data.train_manifest, "train", headers, &quiet);
     if (!config_.data.valid_manifest.empty()) {
-      load_dataset(config_, config_.data.valid_manifest, "valid", {}, &quiet);
+      load_dataset(config_, config_.data.valid_manifest, "valid", headers, &quiet);
     }
   });
   // Utterances too short for the model are bad utterances (src/utterance_length.h),
@@ -188,12 +189,15 @@ void Trainer<Act, Acc>::load_data() {
   // reported below count each transcript once.
   const Fbank fbank(fbank_options(config_.features, FeatureUse::kEvaluation));
   const std::unique_ptr<Tokenizer> check_tokenizer = load_tokenizer(config_.tokenizer.model_path);
-  train_ = load_dataset(config_, config_.data.train_manifest, "train", {}, &log_);
+  // With data.skip_bad every rank decodes every sample here (src/dataset.h,
+  // SampleCheck) on its share of the cores.
+  const DatasetOptions checked{.threads = threads_};
+  train_ = load_dataset(config_, config_.data.train_manifest, "train", checked, &log_);
   check_utterance_lengths(train_, *check_tokenizer, fbank, config_.data.skip_bad, "train", &log_);
   train_hash_ = hash_hex(manifest_hash(train_));
   mpi::check_agreement(ctx_, "train manifest", manifest_hash(train_));
   if (!config_.data.valid_manifest.empty()) {
-    valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", {}, &log_);
+    valid_ = load_dataset(config_, config_.data.valid_manifest, "valid", checked, &log_);
     check_utterance_lengths(valid_, *check_tokenizer, fbank, config_.data.skip_bad, "valid", &log_);
     valid_hash_ = hash_hex(manifest_hash(valid_));
     mpi::check_agreement(ctx_, "valid manifest", manifest_hash(valid_));
@@ -299,9 +303,9 @@ void Trainer<Act, Acc>::resume() {
     int64_t folders = 0;
     if (is_writer_) {
       folders = int64_t(step_folders(root).size());
+      // On stderr, where the error below refers to them.
       intact = list_intact_steps(root, [&](const std::string& message) {
-        (ctx_.is_main() ? log_ : std::cerr)
-            << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
+        std::cerr << ctx_.rank_name(ctx_.world_rank()) << ": " << message << "\n";
       });
     }
     step = mpi::agree_resume_step(ctx_, fs_mode, intact);
@@ -319,7 +323,19 @@ void Trainer<Act, Acc>::resume() {
     }
   }
   if (!step) {
-    log_ << "starting from scratch (no checkpoint in " << root << ")\n";
+    // resume = never passes over what is there, and says so.
+    const std::vector<int64_t> old =
+        config_.checkpoint.resume == ResumeMode::kNever && ctx_.is_main() ? step_folders(root)
+                                                                          : std::vector<int64_t>{};
+    if (old.empty()) {
+      log_ << "starting from scratch (no checkpoint in " << root << ")\n";
+    } else {
+      log_ << "starting from scratch (checkpoint.resume = never); the " << old.size()
+           << " step folders in " << root << " (steps " << old.front() << " to " << old.back()
+           << ") are not resumed, and this run's checkpoints replace them: a step it writes "
+              "overwrites the old one, and retention (checkpoint.keep_last) removes those it "
+              "does not keep\n";
+    }
     state_.epoch = 0;
     state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(0));
     return;

@@ -2,6 +2,7 @@
 // audio file on stdout, in the order given; everything else goes to stderr.
 #include <iostream>
 #include <memory>
+#include <sstream>
 
 #include "io/utterance_check.h"
 #include "src/base/error.h"
@@ -28,9 +29,10 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
   static std::ostream discard(nullptr);
   std::ostream& log = ctx.is_main() ? std::cerr : discard;
   const int threads = ctx.compute_threads(options.threads, "--threads");
-  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log);
+  const CheckpointModel checkpoint = load_checkpoint_model(options.checkpoint, log, log);
 
-  // The files as a manifest without transcripts; "line" n is the n-th file.
+  // The files as a manifest without transcripts; "line" n is the n-th file
+  // (what the loader names if decoding fails: "command line:n").
   Manifest manifest;
   manifest.path = "command line";
   manifest.use_duration_cache = false;
@@ -40,15 +42,33 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
     utterance.line = int(i) + 1;
     manifest.utterances.push_back(std::move(utterance));
   }
+  // With skip_bad every sample is decoded first, as in every command
+  // (src/dataset.h, SampleCheck): a file with NaN or infinite samples is
+  // dropped and the others are transcribed. Problems name the file (the
+  // what says which), not the "manifest" the files were put in.
   ValidationOptions validation;
-  validation.check_samples = false;
+  validation.check_samples = options.skip_bad;
   validation.require_transcript = false;
-  validation.threads = 1;
-  validation.skip_bad = options.skip_bad;
+  validation.threads = threads;
+  validation.skip_bad = true;
+  validation.allow_empty = true;
   const ValidationReport report = validate_manifest(manifest, validation);
-  if (report.dropped > 0) log << "transcribe: " << report.summary() << "\n";
+  std::ostringstream problems;
+  for (const InputProblem& problem : report.problems) problems << "\n  " << problem.what;
+  if (report.dropped > 0 && (!options.skip_bad || report.kept == 0)) {
+    MPIASR_FAIL(ExitCode::kBadInput,
+                report.dropped << " of " << options.files.size() << " files cannot be transcribed"
+                               << (options.skip_bad ? ", and none is left"
+                                                    : "; fix them, or skip them with "
+                                                      "--data.skip_bad=true")
+                               << ":" << problems.str());
+  }
+  if (report.dropped > 0) {
+    log << "transcribe: skipped " << report.dropped << " of " << options.files.size()
+        << " files:" << problems.str() << "\n";
+  }
   for (const InputProblem& warning : report.warnings) {
-    log << "transcribe: warning: " << to_string(warning) << "\n";
+    log << "transcribe: warning: " << warning.what << "\n";
   }
 
   // A file too short to give an output frame is transcribed as nothing, with a warning.
@@ -85,8 +105,9 @@ Command add_transcribe_command(CLI::App& app) {
       ->required();
   sub->add_option("files", options->files, "audio files")->required();
   sub->add_option("--data.skip_bad", options->skip_bad,
-                  "skip files that cannot be read (each reported on stderr) instead of stopping "
-                  "(true or false; default false)");
+                  "skip bad files (unreadable, truncated, NaN or infinite samples; each "
+                  "reported on stderr) and transcribe the others, instead of stopping (true or "
+                  "false; default false)");
   sub->add_option("--threads", options->threads,
                   "CPU threads per rank, at most the cores it may use (default 0: cores / ranks)")
       ->check(CLI::Range(0, kMaxThreads));

@@ -127,11 +127,15 @@ TEST(TrainerTest, CorruptNewestCheckpointIsReportedAndThePreviousOneResumed) {
   write_file_synced(model, bytes);
 
   // Training has ended, but step 8 is unusable: the run resumes from step 4,
-  // trains steps 5..8 again and writes step 8 anew.
+  // trains steps 5..8 again and writes step 8 anew. What is wrong with step
+  // 8 goes to stderr, the progress to the log.
   std::string log;
+  ::testing::internal::CaptureStderr();
   const TrainResult result = run(damaged, {}, &log);
+  const std::string errors = ::testing::internal::GetCapturedStderr();
   EXPECT_TRUE(result.finished);
-  EXPECT_NE(log.find("step-00000008 is not intact"), std::string::npos) << log;
+  EXPECT_NE(errors.find("step-00000008 is not intact"), std::string::npos) << errors;
+  EXPECT_EQ(log.find("is not intact"), std::string::npos) << log;
   EXPECT_NE(log.find("resumed from " + checkpoint_dir(damaged.checkpoint.dir, 4)),
             std::string::npos)
       << log;

@@ -11,12 +11,14 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
 train_setup "$1" "$2" hostile_input
 
 # expect_exit CODE NAME COMMAND...: COMMAND exits with CODE (within 120 s);
-# its output is in $work/NAME.log.
+# its stdout is in $work/NAME.out, its stderr in $work/NAME.err and both in
+# $work/NAME.log.
 expect_exit() {
   local code="$1" name="$2" rc=0
   shift 2
   echo "+ [$name] $*"
-  timeout 120 "$@" >"$work/$name.log" 2>&1 || rc=$?
+  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
   ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
 }
 
@@ -96,6 +98,39 @@ expect_line "$work/huge_weights.log" \
   "error: utterance .*: the model.s log-probabilities are not finite \(-?(nan|inf) at output frame 0\)" \
   "overflowing weights"
 
+# Doctored CMVN statistics (state.json's size and CRC32 made to match, so
+# the files are intact): none of them from any audio, each refused at load
+# with exit 4, naming the file and the field; they used to fail an
+# assertion (frames 0) or decode garbage features (a mean of 1e308).
+doctor_cmvn() {
+  rm -rf "${work:?}/$1"
+  mkdir -p "$work/$1"
+  cp -r "$ckpt" "$work/$1/"
+  /usr/bin/python3 - "$work/$1/step-00000002" "$2" <<'PYTHON'
+import json, sys, zlib
+folder, change = sys.argv[1], sys.argv[2]
+state = json.load(open(folder + "/state.json"))
+name = state["cmvn_file"]
+cmvn = json.load(open(folder + "/" + name))
+exec(change)
+data = json.dumps(cmvn).encode()
+open(folder + "/" + name, "wb").write(data)
+state["files"][name] = {"size": len(data), "crc32": "%08x" % zlib.crc32(data)}
+json.dump(state, open(folder + "/state.json", "w"), indent=2)
+PYTHON
+}
+doctor_cmvn cmvn_frames 'cmvn["frames"] = 0'
+expect_exit 4 cmvn_frames "$mpiasr" eval --ckpt "$work/cmvn_frames" --manifest "$corpus/test.tsv"
+expect_line "$work/cmvn_frames.log" \
+  "error: checkpoint $work/cmvn_frames/step-00000002: cmvn: $work/cmvn_frames/step-00000002/cmvn.json: frames 0: statistics of at least one frame are needed" \
+  "CMVN of 0 frames"
+doctor_cmvn cmvn_mean 'cmvn["sum"][5] = 1e308'
+expect_exit 4 cmvn_mean "$mpiasr" transcribe --ckpt "$work/cmvn_mean" \
+  "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)"
+expect_line "$work/cmvn_mean.log" \
+  "error: checkpoint $work/cmvn_mean/step-00000002: cmvn: $work/cmvn_mean/step-00000002/cmvn.json: bin 5: sum 1e\+308 / frames [0-9]+ = mean [0-9.e+]+, outside \[-103.28, 88.73\]" \
+  "CMVN mean of 1e308"
+
 # eval does what its errors suggest: --data.skip_bad drops bad utterances,
 # --data.data_root fills in \$data_root.
 { sed -n 1,2p "$corpus/test.tsv" | sed "s|^|$corpus/|"; printf 'missing.wav\tgone\n'; } >"$work/bad.tsv"
@@ -113,8 +148,19 @@ expect_exit 0 eval_root "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/rooted.t
 expect_line "$work/eval_root.log" "^decoded 2 utterances" "eval --data.data_root"
 expect_exit 0 transcribe_skip "$mpiasr" transcribe --ckpt "$ckpt" --data.skip_bad=true \
   "$corpus/$(head -n 1 "$corpus/test.tsv" | cut -f1)" "$work/missing.wav"
-expect_line "$work/transcribe_skip.log" "^transcribe: kept 1 of 2 utterances, dropped 1:" \
+expect_line "$work/transcribe_skip.log" "^transcribe: skipped 1 of 2 files:" \
   "transcribe --data.skip_bad"
+expect_line "$work/transcribe_skip.log" "^  audio file '$work/missing.wav': file not found" \
+  "transcribe --data.skip_bad: the file"
+# Without it: the files named as files (not as lines of a "manifest
+# 'command line'"), and the option that skips them.
+expect_exit 3 transcribe_missing "$mpiasr" transcribe --ckpt "$ckpt" "$work/missing.wav"
+expect_line "$work/transcribe_missing.log" \
+  "error: 1 of 1 files cannot be transcribed; fix them, or skip them with --data.skip_bad=true:$" \
+  "transcribe: a missing file"
+expect_line "$work/transcribe_missing.log" "^  audio file '$work/missing.wav': file not found" \
+  "transcribe: the missing file"
+! grep -q "command line" "$work/transcribe_missing.log" || fail "transcribe: 'command line' named"
 
 # Files: each failure in words, with the exit code of whose file it is.
 expect_exit 2 config_folder "$mpiasr" train "$work" "${tiny_options[@]}"
@@ -160,6 +206,28 @@ expect_line "$work/garbled_latest.log" "^$work/pointer/latest: expected a folder
   "garbled pointers: reported"
 expect_line "$work/garbled_latest.log" "^checkpoint: $work/pointer/step-00000002 \(step 2\)" \
   "garbled pointers: the intact checkpoint"
+# What is wrong with checkpoints passed over goes to stderr, with the errors
+# that point to it ("reported above"), not among eval's results on stdout.
+expect_line "$work/garbled_latest.err" "^$work/pointer/latest: expected a folder name" \
+  "garbled pointers: on stderr"
+! grep -q "expected a folder name" "$work/garbled_latest.out" || fail "garbled pointers on stdout"
+cp -r "$model/checkpoints" "$work/broken_all"
+rm "$work/broken_all/step-00000002/state.json"
+expect_exit 4 train_broken "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=1 \
+  --output.dir="$work/broken_run" --checkpoint.dir="$work/broken_all"
+expect_line "$work/train_broken.err" \
+  "checkpoint $work/broken_all/step-00000002 is not intact: state.json is missing" \
+  "train over broken checkpoints: the folder on stderr"
+expect_line "$work/train_broken.err" "1 step folder\(s\) are not intact \(each is reported above\)" \
+  "train over broken checkpoints: the error"
+! grep -q "not intact" "$work/train_broken.out" || fail "train: 'not intact' on stdout"
+# checkpoint.resume=never over checkpoints says what becomes of them.
+cp -r "$model" "$work/never"
+expect_exit 0 resume_never "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=1 \
+  --output.dir="$work/never" --checkpoint.resume=never
+expect_line "$work/resume_never.out" \
+  "^starting from scratch \(checkpoint.resume = never\); the 1 step folders in $work/never/checkpoints \(steps 2 to 2\) are not resumed" \
+  "checkpoint.resume=never over a checkpoint"
 
 # Utterances too short for the model: prepare finds them (file:line, exit 3)
 # or drops them with data.skip_bad; transcribe gives a very short file an
@@ -177,11 +245,53 @@ expect_exit 0 prepare_skip "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
   --data.train_manifest="$work/short.tsv" --output.dir="$work/prepare_skip" --data.skip_bad=true
 expect_line "$work/prepare_skip.log" "^train: dropped 1 utterances too short for the model:" \
   "prepare --data.skip_bad"
+# eval scores it, and names it among those left out of the loss.
+{ sed -n 1,2p "$corpus/test.tsv" | sed "s|^|$corpus/|"; printf '%s\thello there\n' "$work/short.wav"; } \
+  >"$work/eval_short.tsv"
+expect_exit 0 eval_short "$mpiasr" eval --ckpt "$ckpt" --manifest "$work/eval_short.tsv"
+expect_line "$work/eval_short.log" \
+  "^1 utterances are shorter than their transcript allows and are left out of the loss:$" \
+  "eval: the infeasible count"
+expect_line "$work/eval_short.log" "^  $work/eval_short.tsv:3: audio file '$work/short.wav': 0.04 s for 11 tokens$" \
+  "eval: the infeasible utterance"
+# Utterances over data.max_utterance_seconds are dropped by name, the first
+# 20 of them, against the lengths sox reads.
+long_lines=()
+line=0
+while IFS=$'\t' read -r path _; do
+  line=$((line + 1))
+  if awk -v d="$(soxi -D "$corpus/$path")" 'BEGIN { exit !(d > 2.5) }'; then long_lines+=("$line"); fi
+done <"$corpus/train.tsv"
+((${#long_lines[@]} > 20)) || fail "only ${#long_lines[@]} training utterances over 2.5 s"
+expect_exit 0 prepare_long "$mpiasr" prepare "$tiny" "${tiny_options[@]}" \
+  --data.max_utterance_seconds=2.5 --output.dir="$work/prepare_long"
+expect_line "$work/prepare_long.log" \
+  "^train: dropped ${#long_lines[@]} utterances longer than data.max_utterance_seconds = 2.5 s:$" \
+  "prepare: the long utterances"
+for line in "${long_lines[@]:0:20}"; do
+  expect_line "$work/prepare_long.log" "^  $corpus/train.tsv:$line: audio file '.*' lasts [0-9.]+ s$" \
+    "prepare: long utterance at line $line"
+done
+expect_line "$work/prepare_long.log" "^  \.\.\. and $((${#long_lines[@]} - 20)) more$" \
+  "prepare: how many more"
+[[ $(grep -c "^  $corpus/train.tsv:" "$work/prepare_long.log") == 20 ]] ||
+  fail "prepare: not 20 long utterances named"
 expect_exit 0 transcribe_short "$mpiasr" transcribe --ckpt "$ckpt" "$work/short.wav"
 expect_line "$work/transcribe_short.log" "^$work/short.wav	$" "transcribe: an empty transcript"
 expect_line "$work/transcribe_short.log" \
   "^transcribe: warning: $work/short.wav: too short: .*; its transcript is empty$" \
   "transcribe: the warning"
+
+# A WAV whose data chunk says 0.5 s while 1 s of samples follows: read as
+# far as its header says, with a warning naming both lengths (it used to
+# be read so without a word).
+sox -n -r 16000 -c 1 -b 16 "$work/data_past.wav" synth 1 sine 300
+printf '\x80\x3e\x00\x00' | dd of="$work/data_past.wav" bs=1 seek=40 conv=notrunc status=none
+expect_exit 0 data_past "$mpiasr" transcribe --ckpt "$ckpt" "$work/data_past.wav"
+expect_line "$work/data_past.log" \
+  "^transcribe: warning: .*audio file '$work/data_past.wav': data past its data chunk: the header says 16000 bytes of samples \(0.500 s\), the file holds 32000 \(1.000 s\)" \
+  "data past the data chunk: the warning"
+expect_line "$work/data_past.log" "^$work/data_past.wav	" "data past the data chunk: transcribed"
 
 # Long audio: eval and transcribe decode a 10-minute file in windows, in the
 # memory of the model's plan (a model planned for the whole file asked for

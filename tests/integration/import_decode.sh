@@ -75,12 +75,21 @@ run_ok "$work/import_kaldi.log" "$mpiasr" import kaldi "$work/kaldi" --out "$wor
 expect_line "$work/import_kaldi.log" "kept $n of $n entries" "import kaldi"
 grep -q '"offset":0.1' "$work/valid.jsonl" || fail "valid.jsonl lost the segment offsets"
 
-# A wav.scp command stops the import, naming file and line.
+# A wav.scp command drops its utterance, naming its text and wav.scp lines;
+# the others are imported (exit 0). With --strict the import fails (exit
+# 3) and writes no manifest.
 mkdir -p "$work/piped"
-cp "$work/kaldi/text" "$work/piped/text"
-{ head -1 "$work/kaldi/wav.scp"; echo "rec1 flac -c -d x.flac |"; } >"$work/piped/wav.scp"
-exits_with "$work/piped.log" 3 "piped/wav.scp:2: 'flac -c -d x.flac \|'" \
-  "$mpiasr" import kaldi "$work/piped" --out "$work/piped.jsonl"
+cp "$work/kaldi/text" "$work/kaldi/segments" "$work/piped/"
+sed '2s/ .*/ flac -c -d x.flac |/' "$work/kaldi/wav.scp" >"$work/piped/wav.scp"
+run_ok "$work/piped.log" "$mpiasr" import kaldi "$work/piped" --out "$work/piped.jsonl"
+expect_line "$work/piped.log" "kept $((n - 1)) of $n entries" "import kaldi with a command"
+expect_line "$work/piped.log" \
+  "piped/text:2: recording rec1 \(.*piped/wav.scp:2\) is a command \('flac -c -d x.flac \|'\)" \
+  "import kaldi with a command: the line"
+(($(wc -l <"$work/piped.jsonl") == n - 1)) || fail "piped.jsonl has $(wc -l <"$work/piped.jsonl") lines"
+exits_with "$work/piped_strict.log" 3 "with --strict 1 dropped entries fail the import" \
+  "$mpiasr" import kaldi "$work/piped" --out "$work/piped_strict.jsonl" --strict
+[[ ! -e "$work/piped_strict.jsonl" ]] || fail "import --strict wrote a manifest"
 
 # Train tiny on the imported manifests.
 run_ok "$work/train.log" "$mpiasr" train "$tiny" --data.train_manifest="$work/train.jsonl" \

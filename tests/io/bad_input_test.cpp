@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -272,6 +273,8 @@ TEST(ReadAudio, ErrorsNameTheFileAndTheProblem) {
   fs::create_symlink(dir.file("loop1.wav"), dir.file("loop2.wav"));
   expect("loop1.wav", "a symbolic link loop (too many levels of symbolic links)");
   expect("empty.wav", "has no samples");
+  write_text(dir.file("zero.wav"), "");
+  expect("zero.wav", "the file is empty (0 bytes)");
   expect("corrupt.wav", "corrupt header (libsndfile: Error in WAV");
   expect("song.m4a", "unsupported audio format (libsndfile: Format not recognised");
   expect("nan.wav", "non-finite sample (nan) at frame 100");
@@ -344,6 +347,50 @@ TEST(ValidateManifest, TruncatedAudioIsFoundFromTheHeaders) {
   EXPECT_EQ(report.dropped, 3u);
   ASSERT_EQ(skipped.utterances.size(), 1u);
   EXPECT_EQ(skipped.utterances[0].transcript, "fine");
+}
+
+// A WAV whose data chunk declares fewer bytes than follow it (samples
+// appended after the header was written) is read as far as its header says,
+// as libsndfile and every WAV reader do, and kept with a warning naming both
+// lengths; one whose data chunk is followed by whole chunks (LIST) or by
+// less than a frame is a normal file. The warning comes from the headers
+// alone, and again when they come from the duration cache.
+TEST(ValidateManifest, DataPastTheDataChunkIsReadAsTheHeaderSaysWithAWarning) {
+  TempDir dir;
+  const std::vector<float> samples = tone(1.0);
+  // 1 s of 16-bit PCM (32000 bytes after the 44-byte header); the data chunk says 16000.
+  write_audio(dir.file("short.wav"), samples, 1, 16000);
+  patch(dir.file("short.wav"), 40, std::string("\x80\x3e\x00\x00", 4));
+  // 0.5 s, then a LIST chunk of 4 bytes; 0.5 s, then one stray byte.
+  write_audio(dir.file("listed.wav"), tone(0.5), 1, 16000);
+  std::ofstream(dir.file("listed.wav"), std::ios::binary | std::ios::app)
+      << std::string("LIST\x04\x00\x00\x00INFO", 12);
+  write_audio(dir.file("stray.wav"), tone(0.5), 1, 16000);
+  std::ofstream(dir.file("stray.wav"), std::ios::binary | std::ios::app) << 'x';
+  write_text(dir.file("m.tsv"), "listed.wav\tlisted\nshort.wav\tshort\nstray.wav\tstray\n");
+  const std::string note = "data past its data chunk: the header says ";
+  for (const char* pass : {"headers read", "from the cache"}) {
+    SCOPED_TRACE(pass);
+    Manifest m = read_manifest(dir.file("m.tsv"));
+    const ValidationReport report = validate_manifest(m, {});
+    EXPECT_EQ(report.kept, 3u);
+    EXPECT_TRUE(report.problems.empty()) << report.summary();
+    ASSERT_EQ(report.warnings.size(), 1u) << report.summary();
+    EXPECT_EQ(report.warnings[0].line, 2);
+    EXPECT_EQ(report.warnings[0].what,
+              "audio file '" + dir.file("short.wav") + "': " + note +
+                  "16000 bytes of samples (0.500 s), the file holds 32000 (1.000 s) from the "
+                  "chunk's start, and what follows the chunk is no chunk; only the header's part "
+                  "is read");
+    for (const Utterance& u : m.utterances) EXPECT_DOUBLE_EQ(u.duration, 0.5) << u.audio_path;
+  }
+  std::ifstream cache(dir.file("m.tsv") + ".durations");
+  const std::string cached((std::istreambuf_iterator<char>(cache)), {});
+  EXPECT_NE(cached.find(note + "16000 bytes"), std::string::npos) << cached;
+  // The declared half, sample for sample (16-bit: within half a step).
+  const std::vector<float> read = read_audio(dir.file("short.wav"), 0, -1, 0);
+  ASSERT_EQ(read.size(), 8000u);
+  for (size_t i = 0; i < read.size(); ++i) ASSERT_NEAR(read[i], samples[i], 1.0 / 32768) << i;
 }
 
 }  // namespace

@@ -6,8 +6,10 @@
 #include "io/checkpoint.h"
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 
@@ -212,6 +214,42 @@ TEST_F(CheckpointTest, LeftoverTemporaryFolderIsIgnoredThenCleaned) {
 
   write_steps(2, 2, 5);
   EXPECT_FALSE(fs::exists(crashed));
+  EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step-00000001", "step-00000002"}));
+}
+
+// A write that fails part way (here files are limited to 2000 bytes, so the
+// 3000 of optimizer.safetensors fail as on a full disk) removes its
+// temporary folder: it used to stay, holding the partial model, until a
+// later write, which a still-full disk may never reach.
+TEST_F(CheckpointTest, FailedWriteRemovesItsTemporaryFolder) {
+  write_steps(1, 1, 5);
+  struct FileSizeLimit {
+    explicit FileSizeLimit(rlim_t bytes) {
+      getrlimit(RLIMIT_FSIZE, &old);
+      rlimit small = old;
+      small.rlim_cur = bytes;
+      setrlimit(RLIMIT_FSIZE, &small);
+      old_handler = std::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG
+    }
+    ~FileSizeLimit() {
+      setrlimit(RLIMIT_FSIZE, &old);
+      std::signal(SIGXFSZ, old_handler);
+    }
+    rlimit old{};
+    void (*old_handler)(int) = nullptr;
+  };
+  try {
+    const FileSizeLimit limit(2000);
+    write_checkpoint(root_, 2, contents(2), 5, std::nullopt);
+    ADD_FAILURE() << "a write past the file size limit succeeded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ExitCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("/optimizer.safetensors: "), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step-00000001"}));
+  EXPECT_EQ(find_latest_intact(root_, [](const std::string&) {}), 1);
+  write_steps(2, 2, 5);  // and the next write goes through
   EXPECT_EQ(entries(), (std::vector<std::string>{"latest", "step-00000001", "step-00000002"}));
 }
 

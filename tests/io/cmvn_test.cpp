@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -135,12 +136,47 @@ TEST(Cmvn, LoadNamesTheFileAndTheFault) {
   expect_load_error("{\"n_mels\": 2, \"frames\": 3, \"sum\": [1, 2], \"sum_sq\": [1, -4]}",
                     "bin 1");
   expect_load_error("{\"n_mels\": 1, \"frames\": -3, \"sum\": [1], \"sum_sq\": [1]}", "frames -3");
+  // Statistics no audio gives: no frames, a mean outside the range of logs
+  // of floats, a variance below 0 (sum_sq / frames < mean^2) or above the
+  // square of half that range.
+  expect_load_error("{\"n_mels\": 1, \"frames\": 0, \"sum\": [1], \"sum_sq\": [1]}",
+                    "frames 0: statistics of at least one frame are needed");
+  expect_load_error("{\"n_mels\": 2, \"frames\": 1, \"sum\": [1, 1e308], \"sum_sq\": [1, 1]}",
+                    "bin 1: sum 1e+308 / frames 1 = mean 1e+308, outside [-103.28, 88.73], the "
+                    "range of log-mel features");
+  expect_load_error("{\"n_mels\": 1, \"frames\": 4, \"sum\": [-420], \"sum_sq\": [1]}",
+                    "bin 0: sum -420 / frames 4 = mean -105, outside");
+  expect_load_error("{\"n_mels\": 1, \"frames\": 2, \"sum\": [-20], \"sum_sq\": [1]}",
+                    "bin 0: sum_sq 1 / frames 2 - mean^2 = variance -99.5, outside [0, ");
+  expect_load_error("{\"n_mels\": 1, \"frames\": 1, \"sum\": [0], \"sum_sq\": [1e6]}",
+                    "bin 0: sum_sq 1e+06 / frames 1 - mean^2 = variance 1e+06, outside [0, ");
   try {
     CmvnStats::load("/nonexistent/cmvn.json");
     ADD_FAILURE();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/cmvn.json"), std::string::npos);
   }
+}
+
+// The plausibility check at load accepts every statistics features can
+// have: silence (every frame at the log floor, variance 0 up to rounding)
+// and features at the two ends of what a float's log can be.
+TEST(Cmvn, LoadAcceptsEveryRangeFeaturesCanHave) {
+  const float lowest = std::log(std::numeric_limits<float>::denorm_min());
+  const float highest = std::log(std::numeric_limits<float>::max());
+  std::vector<float> feats;
+  for (int t = 0; t < 1000; ++t) {
+    feats.push_back(std::log(1e-10f));          // bin 0: silence
+    feats.push_back(t % 2 ? lowest : highest);  // bin 1: the widest spread
+  }
+  CmvnStats stats;
+  stats.accumulate(feats.data(), 1000, 2);
+  const std::string path = temporary_path("cmvn_extremes.json");
+  stats.save(path);
+  const CmvnStats loaded = CmvnStats::load(path);
+  EXPECT_EQ(loaded.sum, stats.sum);
+  EXPECT_EQ(loaded.sum_sq, stats.sum_sq);
+  std::filesystem::remove(path);
 }
 
 TEST(Cmvn, ConstantBinUsesTheStdFloor) {

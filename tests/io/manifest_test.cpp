@@ -369,7 +369,9 @@ TEST(DurationCache, HitAndInvalidation) {
   EXPECT_NE(read_text(cache).find("\t112000\t"), std::string::npos) << "cache was rewritten";
 }
 
-TEST(DurationCache, UnwritableCacheIsSkippedSilently) {
+// A cache that cannot be written is skipped, but not silently: a warning
+// on the manifest (line 0) says why and what it costs.
+TEST(DurationCache, UnwritableCacheIsSkippedWithAWarning) {
   TempDir dir;
   const std::string manifest = dir.file("m.tsv");
   write_silence(dir.file("a.wav"), 0.5);
@@ -377,8 +379,14 @@ TEST(DurationCache, UnwritableCacheIsSkippedSilently) {
   // A folder where the cache file would go: it cannot be replaced by a file.
   fs::create_directory(manifest + ".durations");
   Manifest m = read_manifest(manifest);
-  fill_durations(m);
+  ValidationOptions headers_only;
+  headers_only.check_samples = false;
+  const ValidationReport report = validate_manifest(m, headers_only);
   EXPECT_DOUBLE_EQ(m.utterances[0].duration, 0.5);
+  ASSERT_EQ(report.warnings.size(), 1u);
+  EXPECT_EQ(to_string(report.warnings[0]),
+            manifest + ": cannot write its duration cache '" + manifest +
+                ".durations' (is a folder, not a file): every run reads the audio headers again");
   EXPECT_TRUE(fs::is_directory(manifest + ".durations"));
   // No temporary file is left behind.
   int files = 0;
