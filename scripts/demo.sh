@@ -38,13 +38,7 @@ done
 source scripts/recipes/common.sh
 install_and_build
 
-corpus=data/corpus
-if [[ -s $corpus/test.tsv ]]; then
-  stamp "corpus: using $corpus"
-else
-  stamp "corpus: generating about 4 hours of speech into $corpus"
-  bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --jobs "$(nproc)"
-fi
+demo_corpus
 
 allow_mpirun_as_root
 out=runs/demo

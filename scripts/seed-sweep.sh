@@ -38,11 +38,7 @@ done
 # shellcheck source=scripts/recipes/common.sh
 source scripts/recipes/common.sh
 install_and_build
-corpus=data/corpus
-if [[ ! -s $corpus/test.tsv ]]; then
-  stamp "corpus: generating the demo's corpus into $corpus"
-  bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --jobs "$(nproc)"
-fi
+demo_corpus
 allow_mpirun_as_root
 mkdir -p "$out"
 

@@ -6,6 +6,9 @@
 #                              the script started ($SECONDS)
 #   install_and_build          installs the dependencies and builds the program,
 #                              Release, CPU only, in build-demo/ (sets $mpiasr)
+#   demo_corpus                the demo's corpus in data/corpus (sets $corpus):
+#                              about 4 hours of speech, made once, the same bit
+#                              for bit on every machine
 #   allow_mpirun_as_root       lets OpenMPI start as root (it refuses unless told)
 #   evaluate CKPT MANIFEST PREFIX [EVAL OPTION...]
 #                              CER and WER of a checkpoint on a manifest with two
@@ -23,6 +26,16 @@ install_and_build() {
   stamp "build (Release, CPU) in build-demo"
   cmake -S . -B build-demo -DCMAKE_BUILD_TYPE=Release -DMPIASR_CUDA=OFF >/dev/null
   cmake --build build-demo -j "$(nproc)" --target mpiasr
+}
+
+demo_corpus() {
+  corpus=data/corpus
+  if [[ -s $corpus/test.tsv ]]; then
+    stamp "corpus: using $corpus"
+  else
+    stamp "corpus: generating about 4 hours of speech into $corpus"
+    bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --jobs "$(nproc)"
+  fi
 }
 
 allow_mpirun_as_root() {

@@ -10,18 +10,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
 train_setup "$1" "$2" hostile_input
 
-# expect_exit CODE NAME COMMAND...: COMMAND exits with CODE (within 120 s);
-# its stdout is in $work/NAME.out, its stderr in $work/NAME.err and both in
-# $work/NAME.log.
-expect_exit() {
-  local code="$1" name="$2" rc=0
-  shift 2
-  echo "+ [$name] $*"
-  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
-  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
-  ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
-}
-
 # A tiny model to evaluate: two steps are enough.
 model="$work/model"
 run_ok "$work/model.log" "$mpiasr" train "$tiny" "${tiny_options[@]}" --training.max_steps=2 \

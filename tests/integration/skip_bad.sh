@@ -12,18 +12,6 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
 train_setup "$1" "$2" skip_bad
 
-# expect_exit CODE NAME COMMAND...: COMMAND exits with CODE (within 120 s);
-# its stdout is in $work/NAME.out, its stderr in $work/NAME.err and both in
-# $work/NAME.log.
-expect_exit() {
-  local code="$1" name="$2" rc=0
-  shift 2
-  echo "+ [$name] $*"
-  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
-  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
-  ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
-}
-
 # One second of a tone as 32-bit float WAVs, one with a NaN at frame 800
 # (0.05 s), one with an infinity at frame 1600 (0.1 s): headers libsndfile
 # reads without complaint.

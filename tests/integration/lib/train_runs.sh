@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2034  # sets variables for the scripts that source it
-# Helpers shared by the distributed training tests (tests/integration/mpi_train_*.sh),
+# Helpers shared by the integration tests (tests/integration/*.sh),
 # which source this file; it sits in lib/ so ctest does not run it as a test.
 #
 # After `train_setup BUILD_DIR SOURCE_DIR NAME`:
@@ -55,6 +55,18 @@ run_fails() {
   timeout 120 "$@" >"$log" 2>&1 || status=$?
   ((status != 0)) || { tail -n 30 "$log" >&2; fail "exit code 0, expected a failure (log $log)"; }
   ((status != 124)) || { tail -n 30 "$log" >&2; fail "still running after 120 s (log $log)"; }
+}
+
+# expect_exit CODE NAME COMMAND...: COMMAND exits with CODE (within 120 s);
+# its stdout is in $work/NAME.out, its stderr in $work/NAME.err and both in
+# $work/NAME.log.
+expect_exit() {
+  local code="$1" name="$2" rc=0
+  shift 2
+  echo "+ [$name] $*"
+  timeout 120 "$@" >"$work/$name.out" 2>"$work/$name.err" || rc=$?
+  cat "$work/$name.out" "$work/$name.err" >"$work/$name.log"
+  ((rc == code)) || { tail -n 20 "$work/$name.log" >&2; fail "$name: exit code $rc, expected $code"; }
 }
 
 # expect_line LOG REGEX WHAT: LOG has a line matching the extended REGEX.
