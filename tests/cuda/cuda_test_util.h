@@ -19,7 +19,6 @@
 #include <functional>
 #include <iomanip>
 #include <memory>
-#include <random>
 #include <sstream>
 #include <string>
 #include <type_traits>
@@ -27,6 +26,7 @@
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
+#include "tests/base/random_floats.h"
 
 // Skips the current test, with the runtime's reason, when there is no usable device.
 #define MPIASR_SKIP_WITHOUT_CUDA()                                                               \
@@ -110,14 +110,7 @@ Act host_act(float x) {
   }
 }
 
-inline std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f,
-                                        float hi = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> x(n);
-  for (float& v : x) v = dist(rng);
-  return x;
-}
+using testing::random_floats;
 
 // x rounded to the nearest Act and back: the values an Act buffer holds.
 template <typename Act>

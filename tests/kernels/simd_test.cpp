@@ -14,7 +14,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -28,6 +27,7 @@
 #include "kernels/cpu/layernorm.h"
 #include "kernels/cpu/log_softmax.h"
 #include "src/base/error.h"
+#include "tests/base/random_floats.h"
 
 namespace mpiasr {
 namespace {
@@ -109,13 +109,7 @@ TEST(SimdLevel, CapsTheHandWrittenCode) {
   }
 }
 
-std::vector<float> random_floats(size_t n, uint64_t seed, float lo = -1.0f, float hi = 1.0f) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<float> dist(lo, hi);
-  std::vector<float> x(n);
-  for (float& v : x) v = dist(rng);
-  return x;
-}
+using testing::random_floats;
 
 // run() at every level above generic against run() at generic: the same
 // bits where tolerance is 0, else within tolerance of the largest value.
