@@ -101,6 +101,20 @@ class Trainer {
   // Returns whether the validation CER improved on the best so far.
   bool validate();
   void save_checkpoint();
+  // 1 when this rank was started by a launcher (mpirun, srun) that is gone
+  // (src/stop_signal.h), else 0; summed over ranks, so all stop together.
+  double launcher_gone() const {
+    return ctx_.world_size() > 1 && StopSignals::parent_changed() ? 1.0 : 0.0;
+  }
+  // Ends every rank (all call it together) without a checkpoint: its log
+  // line would be lost with the launcher's output.
+  [[noreturn]] void stop_without_launcher(const std::string& where) const {
+    throw mpi::CollectiveError(
+        ExitCode::kDistributed,
+        "the launcher is gone (mpirun or srun ended; this rank's parent process changed), so "
+        "nothing the run logs is seen: stopped " +
+            where + " without writing a checkpoint; resume from the last one logged");
+  }
   // The optimizer's state by name on the writer ranks (empty elsewhere);
   // sharded, every rank's pieces are gathered to them (collective).
   NamedTensors optimizer_state_for_writers();
@@ -458,7 +472,12 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     if (log_now || validate_now || checkpoint_due) read_step_state();
     if (log_now) log_progress();
     const bool improved = validate_now && validate();
-    if (checkpoint_due || improved) save_checkpoint();
+    if (checkpoint_due || improved) {
+      double gone = launcher_gone();
+      mpi::allreduce_sum_inplace(ctx_, &gone, 1, "launcher check");
+      if (gone > 0) stop_without_launcher("before the checkpoint of step " + std::to_string(step));
+      save_checkpoint();
+    }
     if (stopping) {
       result.stop_signal = stop ? StopSignals::received() : 0;
       log_ << "stopped after step " << step << "; run the same command again to resume\n";
@@ -501,9 +520,10 @@ bool Trainer<Act, Acc>::train_step() {
   ctx_.set_step(state_.step + 1);
   const int micro = int(std::min<int64_t>(config_.training.accumulation,
                                           state_.batches_in_epoch - state_.batch_in_epoch));
-  // Tokens, stop requests, ranks that found the time budget spent.
-  double counts[3] = {0, StopSignals::received() ? 1.0 : 0.0,
-                      has_time_budget() && time_left() <= 0 ? 1.0 : 0.0};
+  // Tokens, stop requests, ranks that found the time budget spent, ranks
+  // whose launcher is gone.
+  double counts[4] = {0, StopSignals::received() ? 1.0 : 0.0,
+                      has_time_budget() && time_left() <= 0 ? 1.0 : 0.0, launcher_gone()};
   for (int i = 0; i < micro; ++i) {
     Batch& batch = micro_batches_[size_t(i)];
     MPIASR_CHECK(train_loader_->next(batch), "the loader ended epoch "
@@ -512,7 +532,8 @@ bool Trainer<Act, Acc>::train_step() {
     for (int b = 0; b < batch.batch_size; ++b) counts[0] += batch.target_lengths[size_t(b)];
     if (batch_log_) batch_log_->write(batch_record(batch, state_.step + 1, i));
   }
-  mpi::allreduce_sum_inplace(ctx_, counts, 3, "step token count");
+  mpi::allreduce_sum_inplace(ctx_, counts, 4, "step token count");
+  if (counts[3] > 0) stop_without_launcher("before step " + std::to_string(state_.step + 1));
   time_spent_ = counts[2] > 0;
   const double loss_divisor = std::max(counts[0], 1.0);
 
