@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """step-model: one data-parallel training step as events, and how it scales
 (docs/scaling.md, "Past one machine, predicted").
 
@@ -382,10 +382,11 @@ def print_sweep(results, profile, cluster):
             print(f"| {algorithm} | {wire} | {bucket:g} | {n} | {m} | {step.seconds * 1e3:.1f} | "
                   f"{step.exposed_s * 1e3:.1f} | {100 * alone / step.seconds:.1f} | "
                   f"{n * profile.audio_s / step.seconds:.0f} |")
-    print("\nlargest node count at >= 90% efficiency:")
+    print("\nwhere efficiency first falls below 90%:")
     for (algorithm, wire, bucket), rows in results.items():
-        good = [nodes_of(n, cluster)[1] for n, step in rows if alone / step.seconds >= 0.9]
-        print(f"  {algorithm} {wire} {bucket:g} MB: {max(good) if good else 0} nodes")
+        below = [(n, nodes_of(n, cluster)[1]) for n, step in rows if alone / step.seconds < 0.9]
+        where = f"{below[0][0]} ranks, {below[0][1]} nodes" if below else f"not up to {rows[-1][0]} ranks"
+        print(f"  {algorithm} {wire} {bucket:g} MB: {where}")
 
 
 def draw(results, profile, cluster, path):
@@ -417,6 +418,8 @@ def main(argv):
     parser.add_argument("--compute-scale", type=float, default=1.0,
                         help="every compute time this many times the recorded one (or the "
                              "roofline bound's): 0.25 for nodes 4 times as fast")
+    parser.add_argument("--no-spread", action="store_true",
+                        help="ranks as fast as each other (the recorded spread left out)")
     parser.add_argument("--system", choices=sorted(SYSTEMS), default="cpu-10g")
     parser.add_argument("--ranks-per-node", type=int)
     parser.add_argument("--inter-gbit", type=float,
@@ -436,6 +439,8 @@ def main(argv):
 
     profile = (profile_from_timeline(args.timeline, args.skip) if args.timeline
                else profile_from_roofline(args.gpu)).scaled(args.compute_scale)
+    if args.no_spread:
+        profile.spread_s = []
     cluster = cluster_from(args)
     gpu = args.gpu is not None
     algorithms = args.algorithm or (["nccl-ring", "nccl-tree", "nccl"] if gpu else ["mpi-flat", "mpi-hier"])
