@@ -595,11 +595,11 @@ bool Trainer<Act, Acc>::train_step() {
 
 namespace trainer_detail {
 
-// One rank's step in interval_.timeline: these fields, then bytes, ready,
-// start and end of each bucket (times in ms from the step's start).
+// One rank's step in interval_.timeline: these fields, then each bucket's
+// bytes and these times (all times in ms from the step's start).
 constexpr const char* kStepTimes[] = {"step_ms", "data_ms", "forward_backward_ms", "comm_wait_ms",
                                       "optimizer_ms"};
-constexpr const char* kBucketTimes[] = {"bucket_bytes", "ready_ms", "start_ms", "end_ms"};
+constexpr const char* kBucketTimes[] = {"ready_ms", "start_ms", "end_ms"};
 
 }  // namespace trainer_detail
 
@@ -634,15 +634,17 @@ void Trainer<Act, Acc>::write_timelines() {
   if (!ctx_.is_main()) return;
   const size_t steps = size_t(interval_.steps);
   const size_t per_step = interval_.timeline.size() / std::max<size_t>(steps, 1);
-  const size_t buckets = (per_step - std::size(kStepTimes)) / std::size(kBucketTimes);
+  const size_t buckets = (per_step - std::size(kStepTimes)) / (1 + std::size(kBucketTimes));
   for (size_t s = 0; s < steps; ++s) {
     nlohmann::json ranks = nlohmann::json::array();
     for (int rank = 0; rank < ctx_.world_size(); ++rank) {
       const double* values = all.data() + size_t(rank) * interval_.timeline.size() + s * per_step;
       nlohmann::json times = {{"rank", rank}};
       for (const char* name : kStepTimes) times[name] = *values++;
+      times["bucket_bytes"] = nlohmann::json::array();
       for (const char* name : kBucketTimes) times[name] = nlohmann::json::array();
       for (size_t b = 0; b < buckets; ++b) {
+        times["bucket_bytes"].push_back(int64_t(*values++));
         for (const char* name : kBucketTimes) times[name].push_back(*values++);
       }
       ranks.push_back(std::move(times));

@@ -50,6 +50,7 @@ for line in steps:
     for r in line["ranks"]:
         at = f"{where} rank {r['rank']}"
         assert r["bucket_bytes"] == expected, (at, r["bucket_bytes"], expected, padded)
+        assert all(type(n) is int for n in r["bucket_bytes"]), (at, r["bucket_bytes"])
         ready, start, end = r["ready_ms"], r["start_ms"], r["end_ms"]
         assert len(ready) == len(start) == len(end) == len(expected), at
         for b in range(len(expected)):
