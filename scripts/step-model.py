@@ -3,7 +3,7 @@
 (docs/scaling.md, "Past one machine, predicted").
 
   scripts/step-model.py --timeline METRICS.jsonl [--skip K] --system cpu-10g ...
-  scripts/step-model.py --gpu large --system h200 ... [--png OUT.png]
+  scripts/step-model.py --gpu ROOFLINE.json --system h200 ... [--png OUT.png]
   scripts/step-model.py validate --timeline METRICS.jsonl --nodes N --ranks-per-node R \\
       --inter-gbit RATE --bucket-mb B [--hierarchical] [--wire bf16]
 
@@ -20,10 +20,12 @@ from:
               their medians; the audio of a rank's step from the train lines;
               the ranks' spread, each rank's forward + backward less the
               step's mean over ranks
-  --gpu       the roofline of a step on an H200 (docs/gpu.md): forward +
-              backward at the roofline bound, backward two thirds of it, its
-              gradients ready in proportion to their bytes; AdamW's 30 bytes
-              a parameter at the HBM bandwidth; no spread between ranks
+  --gpu       the roofline of a step on an H200, as
+              build/roofline_timeline_bench --preset=NAME prints it
+              (model/bench/roofline_timeline_bench.cu): forward + backward
+              and the optimizer at their roofline bounds, each range of
+              gradients ready at the bound of the work queued before it; no
+              spread between ranks
 Each link is a latency plus bytes over a bandwidth (the latency of one hop
 or round, the bandwidth the rank's or node's share of the link). A bucket of
 S bytes on the wire (S = 4 bytes a gradient, 2 with a 16-bit wire) over N
@@ -298,24 +300,13 @@ def measured_from_timeline(path, skip):
             statistics.median(min(r["comm_wait_ms"] for r in s["ranks"]) for s in steps) / 1e3)
 
 
-# The roofline of a fp16-mixed step of 32 utterances of 15 s on an H200
-# (docs/gpu.md, "The roofline of a step"; tests/cuda/step_roofline_test.cpp).
-GPU_PRESETS = {"medium": {"parameters": 29.3e6, "forward_backward_ms": 6.7},
-               "large": {"parameters": 116.5e6, "forward_backward_ms": 19.2}}
-H200_HBM_BYTES_PER_S = 4.8e12
-ADAMW_BYTES_PER_PARAMETER = 30  # 7 fp32 and 1 fp16 (tests/cuda/step_roofline_test.cpp)
-
-
-def profile_from_roofline(preset):
-    p = GPU_PRESETS[preset]
-    forward_backward = p["forward_backward_ms"] / 1e3
-    total = int(p["parameters"] * 4)
-    steps = 64
-    ready = [(total * i // steps, forward_backward * (1 + 2 * i / steps) / 3)
-             for i in range(1, steps + 1)]
-    return Profile(data_s=0.0, forward_backward_s=forward_backward,
-                   optimizer_s=p["parameters"] * ADAMW_BYTES_PER_PARAMETER / H200_HBM_BYTES_PER_S,
-                   total_bytes=total, ready=ready, audio_s=32 * 15.0)
+def profile_from_roofline(path):
+    """A Profile from roofline_timeline_bench's JSON (times in ms)."""
+    with open(path) as f:
+        r = json.load(f)
+    return Profile(data_s=0.0, forward_backward_s=r["forward_backward_ms"] / 1e3,
+                   optimizer_s=r["optimizer_ms"] / 1e3, total_bytes=r["gradient_bytes"],
+                   ready=[(b, ms / 1e3) for b, ms in r["ready"]], audio_s=r["audio_s"])
 
 
 def gbit(rate):
@@ -413,7 +404,7 @@ def main(argv):
     parser.add_argument("mode", nargs="?", choices=["sweep", "validate"], default="sweep")
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument("--timeline", help="metrics.jsonl of a run with output.timeline")
-    source.add_argument("--gpu", choices=sorted(GPU_PRESETS), help="roofline of a preset")
+    source.add_argument("--gpu", help="a preset's roofline, from build/roofline_timeline_bench")
     parser.add_argument("--skip", type=int, default=0, help="leave out steps up to this one")
     parser.add_argument("--compute-scale", type=float, default=1.0,
                         help="every compute time this many times the recorded one (or the "

@@ -5,7 +5,7 @@ hand, not against its own output: the ring all-reduce 2 (N - 1) / N S / B +
 single bucket after backward fully exposed; buckets ready long before
 backward ends fully hidden; NCCL's buckets one after another; no
 communication at N = 1; the expected largest of N draws; the bucket plan's
-cut; a recorded timeline read back.
+cut; a recorded timeline and a roofline timeline read back.
 
 Usage: tests/scripts/step_model_test.py PATH/TO/step-model.py
 """
@@ -151,6 +151,23 @@ class Timeline(unittest.TestCase):
             step, exposed = model.measured_from_timeline(path, 1)
             self.assertAlmostEqual(step, 0.1)
             self.assertAlmostEqual(exposed, 0.005)
+
+
+class Roofline(unittest.TestCase):
+    def test_reads_the_roofline_timeline(self):
+        roofline = {"preset": "x", "parameters": 100, "gradient_bytes": 512, "audio_s": 480.0,
+                    "forward_backward_ms": 3.0, "optimizer_ms": 0.5,
+                    "ready": [[256, 1.5], [500, 2.0], [512, 3.0]]}
+        with tempfile.TemporaryDirectory() as folder:
+            path = os.path.join(folder, "roofline.json")
+            with open(path, "w") as f:
+                json.dump(roofline, f)
+            p = model.profile_from_roofline(path)
+        self.assertEqual((p.total_bytes, p.audio_s, p.spread_s), (512, 480.0, []))
+        self.assertAlmostEqual(p.alone_s(), 0.0035)
+        self.assertAlmostEqual(p.ready_s(256), 0.0015)
+        self.assertAlmostEqual(p.ready_s(257), 0.002)
+        self.assertAlmostEqual(p.ready_s(512), 0.003)
 
 
 if __name__ == "__main__":
