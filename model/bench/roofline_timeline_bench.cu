@@ -1,6 +1,6 @@
 // The roofline timeline of one training step, for the step model
 // (scripts/step-model.py --gpu): a fp16-mixed step of a preset on 32
-// utterances of 15 s (the GPU benchmark's batch, cuda_train_bench.cu) queued
+// utterances of 15 s (the GPU benchmarks' batch, gpu_bench_batch.h) queued
 // as the trainer queues it on the RooflineBackend (kernels/roofline_backend.h)
 // with an H200's datasheet peaks. Nothing is computed and no GPU is needed.
 //
@@ -24,6 +24,7 @@
 
 #include "kernels/cuda/cuda_device.h"
 #include "kernels/roofline_backend.h"
+#include "model/bench/gpu_bench_batch.h"
 #include "model/conformer.h"
 #include "model/loss_scaler.h"
 #include "model/optimizer.h"
@@ -31,21 +32,6 @@
 
 namespace mpiasr {
 namespace {
-
-constexpr int kBatch = 32, kFrames = 1500, kTokens = 150, kVocab = 128;
-
-// The batch's shape only: the roofline backend reads no value.
-HostBatch batch_shape() {
-  HostBatch batch;
-  batch.batch_size = kBatch;
-  batch.max_frames = kFrames;
-  batch.features.assign(size_t(kBatch) * kFrames * batch.n_mels, 0.0f);
-  batch.frame_lengths.assign(kBatch, kFrames);
-  batch.target_lengths.assign(kBatch, kTokens);
-  batch.targets.assign(size_t(kBatch) * kTokens, 1);
-  for (int b = 0; b < kBatch; ++b) batch.utterance_indices.push_back(size_t(b));
-  return batch;
-}
 
 // Elements at the end of [0, size) covered by the ranges (offset, count).
 size_t final_at_end(std::vector<std::pair<size_t, size_t>> ranges, size_t size) {
@@ -82,8 +68,8 @@ int run(const std::string& preset) {
                   4 * final_at_end(ranges, size), backend.tally().bound_seconds * 1e3);
     ready += point;
   };
-  model.forward_backward(batch_shape(), 1.0, &control->scaler.scale, true, 0, &control->loss_sum,
-                         on_grads_ready);
+  model.forward_backward(synthetic_batch(7), 1.0, &control->scaler.scale, true, 0,
+                         &control->loss_sum, on_grads_ready);
   const double forward_backward_ms = backend.tally().bound_seconds * 1e3;
   backend.reset_tally();
   optimizer.add_grad_sum_squares();
@@ -92,8 +78,8 @@ int run(const std::string& preset) {
   std::printf(
       "{\"preset\": \"%s\", \"parameters\": %zu, \"gradient_bytes\": %zu, \"audio_s\": %.1f, "
       "\"forward_backward_ms\": %.4f, \"optimizer_ms\": %.4f, \"ready\": [%s]}\n",
-      preset.c_str(), model.params().num_parameters(), 4 * size, kBatch * kFrames / 100.0,
-      forward_backward_ms, backend.tally().bound_seconds * 1e3, ready.c_str());
+      preset.c_str(), model.params().num_parameters(), 4 * size, kAudioSeconds, forward_backward_ms,
+      backend.tally().bound_seconds * 1e3, ready.c_str());
   return 0;
 }
 
