@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -214,6 +215,41 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
             << "wire " << int(wire) << " bucket_bytes " << bucket_bytes << " step " << step;
       }
       EXPECT_GE(reducer.num_buckets(), 1u);
+    }
+  }
+}
+
+// record_timeline: the sums as without it, and every bucket's bytes and
+// host times within the step, ready <= start <= end, ends in stream order.
+TEST(NcclGradientReducer, TimelineOfAStep) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  const int device = select_cuda_device(ctx);
+  CudaBackend<__half> be(
+      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
+  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  const Layout layout = make_layout({300, 5, 4096, 70, 1, 100000, 64, 999});
+  cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
+  NcclReducerOptions options;
+  options.bucket_bytes = 100000;
+  options.first_bucket_bytes = 256;
+  options.range_alignment = 64;
+  options.record_timeline = true;
+  NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
+  const auto before = std::chrono::steady_clock::now();
+  const std::vector<float> expected =
+      reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx, 5, 1000);
+  const auto after = std::chrono::steady_clock::now();
+  EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected);
+  const std::vector<BucketTimes>& timeline = reducer.last_timeline();
+  ASSERT_EQ(timeline.size(), reducer.num_buckets());
+  for (size_t b = 0; b < timeline.size(); ++b) {
+    const BucketTimes& t = timeline[b];
+    EXPECT_EQ(t.bytes, 4 * reducer.bucket_range(b).second) << "bucket " << b;
+    EXPECT_TRUE(before <= t.ready && t.ready <= t.start && t.start <= t.end && t.end <= after)
+        << "bucket " << b;
+    if (b > 0) {
+      EXPECT_LE(timeline[b - 1].end, t.end) << "bucket " << b;
     }
   }
 }
