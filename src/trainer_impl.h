@@ -170,7 +170,7 @@ class Trainer {
     // (not hidden), this rank's.
     std::vector<double> step_comm_waits;
     double comm_cpu = 0;  // CPU time of the reducer's communication thread
-    // output.timeline: per step, this rank's StepTimes and its buckets' (step_timeline).
+    // output.timeline: per step, this rank's times and its buckets' (record_timeline).
     std::vector<double> timeline;
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
