@@ -2,10 +2,17 @@
 """step-model: one data-parallel training step as events, and how it scales
 (docs/scaling.md, "Past one machine, predicted").
 
-  scripts/step-model.py --timeline METRICS.jsonl [--skip K] --system cpu-10g ...
-  scripts/step-model.py --gpu ROOFLINE.json --system h200 ... [--png OUT.png]
-  scripts/step-model.py validate --timeline METRICS.jsonl --nodes N --ranks-per-node R \\
-      --inter-gbit RATE --bucket-mb B [--hierarchical] [--wire bf16]
+  scripts/step-model.py --timeline METRICS.jsonl [--skip K] [--no-spread]
+      [--compute-scale K] --system cpu-10g [--bucket-mb B]... [--png OUT.png]
+  scripts/step-model.py --gpu ROOFLINE.json --system h200 [--bucket-mb B]... [--png OUT.png]
+  scripts/step-model.py validate --timeline METRICS.jsonl --skip K --nodes N \\
+      --ranks-per-node R --inter-measured-gbit RATE --bucket-mb B [--algorithm mpi-hier]
+
+The first two print, for 1, 2, 4 ... --max-ranks ranks, a table of the step
+for each all-reduce (--algorithm), wire (--wire) and bucket size, and where
+efficiency first falls below 90%; validate prints, as JSON, the recorded
+run's own step time and exposed all-reduce against the model's prediction
+of them at its ranks and link (scripts/bench-scaling.sh --validate).
 
 The step of one rank: data (the batch and the token count), forward and
 backward, the wait in the gradient all-reduce, the optimizer. Backward makes
