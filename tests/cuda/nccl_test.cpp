@@ -184,7 +184,8 @@ std::vector<float> reduce_one_step(CudaBackend<__half>& be, NcclGradientReducer&
 // Layers marked in backward order while the compute stream is still writing
 // them (an async copy per layer, just before its mark), bucket sizes from one
 // element to more than the buffer, two steps each; in fp32 and on the 16-bit
-// wires, whose integer sums are exact too.
+// wires, whose integer sums are exact too. In fp32 with the step's timeline
+// recorded (test::expect_step_timeline), on the 16-bit wires without.
 TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   MPIASR_SKIP_WITHOUT_CUDA();
   const Context ctx = test::test_context();
@@ -206,50 +207,23 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
       options.range_alignment = 64;
       options.wire = wire;
       options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
+      options.record_timeline = wire == ncclFloat32;
       NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
       for (uint32_t step = 0; step < 2; ++step) {
+        const auto before = std::chrono::steady_clock::now();
         const std::vector<float> expected =
             reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx,
                             uint32_t(bucket_bytes) + step, limit);
+        const auto after = std::chrono::steady_clock::now();
         EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
             << "wire " << int(wire) << " bucket_bytes " << bucket_bytes << " step " << step;
+        if (options.record_timeline) {
+          test::expect_step_timeline(reducer, before, after);
+        } else {
+          EXPECT_TRUE(reducer.last_timeline().empty());
+        }
       }
       EXPECT_GE(reducer.num_buckets(), 1u);
-    }
-  }
-}
-
-// record_timeline: the sums as without it, and every bucket's bytes and
-// host times within the step, ready <= start <= end, ends in stream order.
-TEST(NcclGradientReducer, TimelineOfAStep) {
-  MPIASR_SKIP_WITHOUT_CUDA();
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
-  const Layout layout = make_layout({300, 5, 4096, 70, 1, 100000, 64, 999});
-  cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
-  NcclReducerOptions options;
-  options.bucket_bytes = 100000;
-  options.first_bucket_bytes = 256;
-  options.range_alignment = 64;
-  options.record_timeline = true;
-  NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
-  const auto before = std::chrono::steady_clock::now();
-  const std::vector<float> expected =
-      reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx, 5, 1000);
-  const auto after = std::chrono::steady_clock::now();
-  EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected);
-  const std::vector<BucketTimes>& timeline = reducer.last_timeline();
-  ASSERT_EQ(timeline.size(), reducer.num_buckets());
-  for (size_t b = 0; b < timeline.size(); ++b) {
-    const BucketTimes& t = timeline[b];
-    EXPECT_EQ(t.bytes, 4 * reducer.bucket_range(b).second) << "bucket " << b;
-    EXPECT_TRUE(before <= t.ready && t.ready <= t.start && t.start <= t.end && t.end <= after)
-        << "bucket " << b;
-    if (b > 0) {
-      EXPECT_LE(timeline[b - 1].end, t.end) << "bucket " << b;
     }
   }
 }

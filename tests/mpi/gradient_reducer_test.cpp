@@ -329,17 +329,7 @@ TEST(GradientReducer, TimelineOfAStep) {
     const auto before = std::chrono::steady_clock::now();
     reduce_step(reducer, layout, Order::kBackward, 3);
     const auto after = std::chrono::steady_clock::now();
-    const std::vector<BucketTimes>& timeline = reducer.last_timeline();
-    ASSERT_EQ(timeline.size(), reducer.num_buckets());
-    for (size_t b = 0; b < timeline.size(); ++b) {
-      const BucketTimes& t = timeline[b];
-      EXPECT_EQ(t.bytes, 4 * reducer.bucket_range(b).second) << "bucket " << b;
-      EXPECT_TRUE(before <= t.ready && t.ready <= t.start && t.start <= t.end && t.end <= after)
-          << "bucket " << b << ", hierarchical " << hierarchical;
-      if (b > 0) {
-        EXPECT_LE(timeline[b - 1].start, t.start) << "bucket " << b;
-      }
-    }
+    expect_step_timeline(reducer, before, after);
   }
   GradientReducer plain(ctx, grads.data(), grads.size(), {});
   reduce_step(plain, layout, Order::kBackward, 3);
