@@ -32,7 +32,6 @@
 #include <cstdio>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -40,38 +39,13 @@
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
+#include "model/bench/gpu_bench_batch.h"
 #include "model/conformer.h"
 #include "model/loss_scaler.h"
 #include "model/optimizer.h"
 
 namespace mpiasr {
 namespace {
-
-constexpr int kBatch = 32, kFrames = 1500, kTokens = 150, kVocab = 128;
-constexpr double kFramesPerSecond = 100.0;
-constexpr double kAudioSeconds = kBatch * kFrames / kFramesPerSecond;  // per batch
-
-HostBatch synthetic_batch(uint64_t seed) {
-  HostBatch batch;
-  batch.batch_size = kBatch;
-  batch.max_frames = kFrames;
-  batch.n_mels = 80;
-  batch.features.resize(size_t(kBatch) * kFrames * batch.n_mels);
-  batch.frame_lengths.resize(kBatch);
-  batch.target_lengths.resize(kBatch);
-  batch.targets.resize(size_t(kBatch) * kTokens);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int32_t> token(1, kVocab - 1);
-  for (size_t i = 0; i < batch.features.size(); ++i) batch.features[i] = normal(rng);
-  for (size_t i = 0; i < batch.targets.size(); ++i) batch.targets[i] = token(rng);
-  for (int b = 0; b < kBatch; ++b) {
-    batch.frame_lengths[size_t(b)] = kFrames;
-    batch.target_lengths[size_t(b)] = kTokens;
-    batch.utterance_indices.push_back(size_t(b));
-  }
-  return batch;
-}
 
 // One training step, queued without waiting for the device; with `graphs`,
 // forward and backward as a step graph (training.cuda_graphs).

@@ -11,6 +11,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -183,7 +184,8 @@ std::vector<float> reduce_one_step(CudaBackend<__half>& be, NcclGradientReducer&
 // Layers marked in backward order while the compute stream is still writing
 // them (an async copy per layer, just before its mark), bucket sizes from one
 // element to more than the buffer, two steps each; in fp32 and on the 16-bit
-// wires, whose integer sums are exact too.
+// wires, whose integer sums are exact too. In fp32 with the step's timeline
+// recorded (test::expect_step_timeline), on the 16-bit wires without.
 TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   MPIASR_SKIP_WITHOUT_CUDA();
   const Context ctx = test::test_context();
@@ -205,13 +207,21 @@ TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
       options.range_alignment = 64;
       options.wire = wire;
       options.wire_buffer = wire == ncclFloat32 ? nullptr : wire_buffer.get();
+      options.record_timeline = wire == ncclFloat32;
       NcclGradientReducer reducer(world, be.stream(), grads.get(), layout.total, options);
       for (uint32_t step = 0; step < 2; ++step) {
+        const auto before = std::chrono::steady_clock::now();
         const std::vector<float> expected =
             reduce_one_step(be, reducer, layout, grads.get(), staged.get(), ctx,
                             uint32_t(bucket_bytes) + step, limit);
+        const auto after = std::chrono::steady_clock::now();
         EXPECT_EQ(cuda_test::download(be, grads.get(), layout.total), expected)
             << "wire " << int(wire) << " bucket_bytes " << bucket_bytes << " step " << step;
+        if (options.record_timeline) {
+          test::expect_step_timeline(reducer, before, after);
+        } else {
+          EXPECT_TRUE(reducer.last_timeline().empty());
+        }
       }
       EXPECT_GE(reducer.num_buckets(), 1u);
     }
