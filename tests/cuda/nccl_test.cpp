@@ -104,14 +104,20 @@ TEST(NcclBootstrap, SelectsTheDeviceOfItsLocalRank) {
   EXPECT_EQ(device, ctx.local_rank() % count);
 }
 
+// What the cases on GPUs start from: the test context, this rank's device
+// (current), a backend on it and the world communicator.
+struct NcclSetup {
+  const Context ctx = test::test_context();
+  CudaBackend<__half> be{CudaBackendOptions{.device = select_cuda_device(ctx),
+                                            .arena_bytes = cuda_test::kTestArenaBytes}};
+  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+};
+
 // rank r contributes r + 1 + i at element i: the sum is size (size + 1) / 2 + size i.
 TEST(NcclBootstrap, WorldAndNodeCommunicatorsSum) {
   MPIASR_SKIP_WITHOUT_CUDA();
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
   NcclCommunicator node = NcclCommunicator::create(ctx, ctx.node_comm(), "node");
   EXPECT_EQ(world.size(), ctx.world_size());
   EXPECT_EQ(world.rank(), ctx.world_rank());
@@ -195,11 +201,8 @@ std::vector<float> reduce_one_step(CudaBackend<__half>& be, NcclGradientReducer&
 // wires, whose integer sums are exact too.
 TEST(NcclGradientReducer, SumsEveryBucketOverRanksAfterBackwardWrites) {
   MPIASR_SKIP_WITHOUT_CUDA();
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
   const Layout layout = make_layout({300, 5, 4096, 70, 1, kLargeLayer, 64, 999});
   cuda_test::DeviceArray<float> grads(be, layout.total), staged(be, layout.total);
   cuda_test::DeviceArray<__half> wire_buffer(be, layout.total);
@@ -263,11 +266,8 @@ std::vector<float> ring_order_sum(const std::vector<std::vector<float>>& terms) 
 // rank-order sum, so the check tells the orders apart.
 template <typename Wire>
 void check_sixteen_bit_all_reduce(ncclDataType_t wire, double unit_roundoff) {
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
   const size_t count = 1001, n = size_t(ctx.world_size());
   std::vector<std::vector<float>> grads, rounded;
   for (size_t r = 0; r < n; ++r) {
@@ -323,11 +323,8 @@ TEST(NcclGradientReducer, Bf16AllReduceRoundsEveryHopOfTheRing) {
 // together between ncclGroupStart and ncclGroupEnd.
 TEST(NcclCollectives, BroadcastAndGroupedCalls) {
   MPIASR_SKIP_WITHOUT_CUDA();
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
   const int size = world.size(), rank = world.rank(), root = size - 1;
   const size_t n = 37;
   std::vector<float> mine(n);
@@ -364,11 +361,8 @@ TEST(NcclCollectives, BroadcastAndGroupedCalls) {
 // the ranks; gather_parameters gives every rank every rank's pieces, in place.
 TEST(NcclGradientReducer, ShardedReduceScatterNormAndParameterGather) {
   MPIASR_SKIP_WITHOUT_CUDA();
-  const Context ctx = test::test_context();
-  const int device = select_cuda_device(ctx);
-  CudaBackend<__half> be(
-      CudaBackendOptions{.device = device, .arena_bytes = cuda_test::kTestArenaBytes});
-  NcclCommunicator world = NcclCommunicator::create(ctx, ctx.world_comm(), "world");
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
   const size_t W = size_t(ctx.world_size());
   std::vector<size_t> sizes = {300, 5, 4096, 70, 1, kLargeLayer, 64, 999};
   Layout layout = make_layout(sizes);

@@ -44,13 +44,12 @@ for run in two_ranks zero accumulation one_rank; do
 done
 
 PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/lib" /usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
-import json, sys
+import sys
 
-from safetensors_f32 import max_relative_difference, tensors
+from safetensors_f32 import max_relative_difference, tensors, train_losses
 
 def losses(run):
-    records = [json.loads(line) for line in open(f"{sys.argv[1]}/{run}/metrics.jsonl")]
-    return [(r["step"], r["loss"]) for r in records if r["kind"] == "train"]
+    return train_losses(f"{sys.argv[1]}/{run}")
 
 model = "checkpoints/step-00000002/model.safetensors"
 two, zero, accumulated, single = (tensors(f"{sys.argv[1]}/{run}/{model}")

@@ -1,5 +1,6 @@
-"""Reads the F32 tensors of a safetensors file for the training tests'
-comparisons (tests/integration/mpi_train_*.sh put this folder on PYTHONPATH)."""
+"""Reads the F32 tensors of a safetensors file, and the losses a run logged,
+for the training tests' comparisons (tests/integration/mpi_train_*.sh put
+this folder on PYTHONPATH)."""
 import json
 import math
 import struct
@@ -30,3 +31,9 @@ def max_relative_difference(a, b):
         norm = math.sqrt(sum(y * y for y in b[name]))
         worst = max(worst, (diff / max(norm, 1e-30), name))
     return worst
+
+
+def train_losses(run_dir):
+    """(step, loss) of every train record of run_dir/metrics.jsonl, in order."""
+    records = [json.loads(line) for line in open(f"{run_dir}/metrics.jsonl")]
+    return [(r["step"], r["loss"]) for r in records if r["kind"] == "train"]
