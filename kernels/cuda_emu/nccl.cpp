@@ -251,8 +251,7 @@ void fail(ncclComm* comm, ncclResult_t error) {
 void drop_requests(std::vector<MPI_Request>& requests) {
   for (MPI_Request& request : requests) {
     if (request == MPI_REQUEST_NULL) continue;
-    (void)MPI_Cancel(&request);
-    (void)MPI_Request_free(&request);
+    (void)(EMU_MPI_OK(MPI_Cancel(&request)) && EMU_MPI_OK(MPI_Request_free(&request)));
   }
   requests.clear();
 }
@@ -270,16 +269,17 @@ void progress_root_join(ncclComm* comm) {
   while (comm->joined < comm->nranks) {
     int arrived = 0;
     MPI_Status status;
-    if (!EMU_MPI_OK(MPI_Test(&comm->requests[0], &arrived, &status)))
+    if (!EMU_MPI_OK(MPI_Test(&comm->requests[0], &arrived, &status))) {
       return fail(comm, ncclSystemError);
+    }
     if (!arrived) return;
     const int rank = comm->hello[0];
     if (comm->hello[1] != comm->nranks || rank < 0 || rank >= comm->nranks ||
         comm->world_ranks[size_t(rank)] >= 0) {
       std::fprintf(stderr,
-                   "emulated NCCL: world rank %d joins as rank %d of %d a communicator of %d "
-                   "ranks whose rank %d is world rank %d\n",
-                   status.MPI_SOURCE, rank, comm->hello[1], comm->nranks, comm->rank, comm->root);
+                   "emulated NCCL: world rank %d joins as rank %d of %d the communicator of %d "
+                   "ranks made by world rank %d (a rank out of range, or one already there)\n",
+                   status.MPI_SOURCE, rank, comm->hello[1], comm->nranks, comm->root);
       return fail(comm, ncclInvalidUsage);
     }
     comm->world_ranks[size_t(rank)] = status.MPI_SOURCE;
@@ -367,7 +367,7 @@ bool exchange(ncclComm* comm, const char* what, const std::vector<Bytes>& sends,
   for (int r = 0; r < comm->nranks; ++r) {
     int done = 1;
     if (receiving[size_t(r)] != MPI_REQUEST_NULL) {
-      (void)MPI_Test(&receiving[size_t(r)], &done, MPI_STATUS_IGNORE);
+      (void)EMU_MPI_OK(MPI_Test(&receiving[size_t(r)], &done, MPI_STATUS_IGNORE));
     }
     if (!done) {
       missing += " " + std::to_string(r) + " (world rank " +

@@ -3,13 +3,13 @@
 // API the project calls, with NCCL's names, types, codes and error strings,
 // between emulated devices of MPI processes (one rank per process). Every
 // process of a communicator must be a rank of the same MPI job
-// (MPI_COMM_WORLD), started with MPI_THREAD_MULTIPLE or less if only one
-// thread calls NCCL.
+// (MPI_COMM_WORLD), with MPI initialized (MPI_THREAD_MULTIPLE if several
+// threads call NCCL).
 //
 //   unique id   ncclGetUniqueId writes a magic, the caller's world rank (the
 //               "root" that the others join) and a serial number of that
-//               process; MPI must be initialized. The process that made the
-//               id must be a rank of the communicator (the project's
+//               process. The process that made the id must be a rank of
+//               the communicator (the project's
 //               bootstrap makes it on rank 0 and broadcasts it over MPI).
 //   join        every other rank sends (rank, nranks) to the root over
 //               MPI_COMM_WORLD; when all have, the root sends every rank the
@@ -37,7 +37,7 @@
 //               aborted.
 //   end         ncclCommFinalize has nothing left to flush (every operation
 //               finished in its call); ncclCommDestroy and ncclCommAbort free
-//               the communicator, abort without waiting for anyone.
+//               the communicator at once, waiting for no peer.
 //   faults      MPIASR_EMU_NCCL_FAULT, a comma-separated list of
 //               CALL:N:KIND[@RANK]: the N-th call (from 1) of CALL (init,
 //               allreduce, reducescatter, allgather, broadcast) in this
