@@ -13,6 +13,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <optional>
@@ -102,6 +103,51 @@ TEST(NcclBootstrap, SelectsTheDeviceOfItsLocalRank) {
   int count = 0;
   ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
   EXPECT_EQ(device, ctx.local_rank() % count);
+}
+
+// Polls ncclCommGetAsyncError while it answers ncclInProgress (at most 60 s);
+// returns the last answer.
+ncclResult_t poll_comm(ncclComm_t comm) {
+  ncclResult_t state = ncclInProgress;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (state == ncclInProgress && std::chrono::steady_clock::now() < deadline) {
+    if (ncclCommGetAsyncError(comm, &state) != ncclSuccess) return ncclInternalError;
+  }
+  return state;
+}
+
+// A non-blocking init answers ncclInProgress while a rank has not joined (the
+// last rank joins only after the others have seen it), and succeeds once all
+// have; a blocking init returns when all have joined.
+TEST(NcclBootstrap, InitWaitsForEveryRankBlockingOrNot) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  const Context ctx = test::test_context();
+  if (ctx.world_size() < 2) GTEST_SKIP() << "needs 2 ranks or more";
+  (void)select_cuda_device(ctx);
+  const int rank = ctx.world_rank(), size = ctx.world_size();
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  const ncclUniqueId id = broadcast_nccl_unique_id(ctx, ctx.world_comm());
+  if (rank == size - 1) {
+    ASSERT_EQ(MPI_Barrier(ctx.world_comm()), MPI_SUCCESS);
+  }
+  const ncclResult_t started = ncclCommInitRankConfig(&comm, size, id, rank, &config);
+  if (rank < size - 1) {
+    EXPECT_EQ(started, ncclInProgress);
+    ncclResult_t state = ncclSuccess;
+    ASSERT_EQ(ncclCommGetAsyncError(comm, &state), ncclSuccess);
+    EXPECT_EQ(state, ncclInProgress);
+    ASSERT_EQ(MPI_Barrier(ctx.world_comm()), MPI_SUCCESS);
+  }
+  EXPECT_EQ(poll_comm(comm), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
+
+  config.blocking = 1;
+  const ncclUniqueId second = broadcast_nccl_unique_id(ctx, ctx.world_comm());
+  EXPECT_EQ(ncclCommInitRankConfig(&comm, size, second, rank, &config), ncclSuccess);
+  EXPECT_EQ(poll_comm(comm), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess);
 }
 
 // What the cases on GPUs start from: the test context, this rank's device
