@@ -33,7 +33,7 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 work="$build_dir/nccl_emu"
 rm -rf "$work"
 mkdir -p "$work"
-# mpirun NP [OPTIONS...] -- ARGS...: nccl_test_emu on NP ranks and NP devices.
+# emu_mpirun NP ARGS...: mpirun ARGS on NP ranks, each process seeing NP devices.
 emu_mpirun() {
   local ranks="$1"
   shift
