@@ -1,8 +1,10 @@
 // NCCL bootstrapped over MPI (mpi/cuda/nccl_communicator.h) and the NCCL
 // gradient reducer (mpi/cuda/nccl_gradient_reducer.h). ctest runs this as one
 // process; tests/integration/nccl_gpus.sh runs it under mpirun with one rank
-// per GPU. The device rule and the unique-id broadcast need no GPU; the rest
-// skips without one.
+// per GPU, and tests/integration/nccl_emu.sh runs its emulation build
+// (nccl_test_emu: kernels/cuda_emu's CUDA runtime and NCCL) at 2 and 4 ranks
+// and on fake nodes. The device rule and the unique-id broadcast need no GPU;
+// the rest skips without one, and the cases that need two ranks skip on one.
 //
 // Gradients are integers in [-1000, 1000], so every summation order gives the
 // exact sum and the reduced values compare with ==; the 16-bit test draws
