@@ -2,9 +2,13 @@
 // kernels/cuda_emu/include/cuda_runtime.h includes this): the calls the
 // project makes, with CUDA's names, types, error codes and error strings.
 //
-//   device      one device, 0, with compute capability 8.0, 48 KiB of shared
-//               memory per block, 1024 threads per block, and kDeviceBytes of
-//               memory; its clocks and bus width read 0 (nothing is timed)
+//   device      one device, 0, or MPIASR_EMU_DEVICES of them (1 to 64), each
+//               with compute capability 8.0, 48 KiB of shared memory per
+//               block, 1024 threads per block, and kDeviceBytes of memory
+//               (one budget for the process, whichever device it picks); its
+//               clocks and bus width read 0 (nothing is timed). Device d's
+//               PCI bus id is 0000:(d + 1, hex):00.0 in every process, so two
+//               processes that pick the same device number share a "GPU"
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
 //               whole allocation are caught); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
@@ -16,7 +20,9 @@
 //               is counted as a host synchronization here
 //   streams     every call runs to completion before it returns, so streams
 //               are in order and a synchronization has nothing to wait for;
-//               a stream must have been created and not destroyed
+//               a stream must have been created and not destroyed. A host
+//               function (cudaLaunchHostFunc) runs at the call, or when the
+//               graph runs if the stream is capturing
 //   events      record the host time; elapsed time needs two recorded events
 //               created with timing
 //   graphs      stream capture records what is queued on a capturing stream
@@ -129,6 +135,7 @@ cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device);
 cudaError_t cudaDeviceSynchronize();
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
@@ -149,6 +156,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+typedef void (*cudaHostFn_t)(void* user_data);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data);
 
 cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);

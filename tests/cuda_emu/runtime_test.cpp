@@ -140,6 +140,38 @@ TEST(EmulatedRuntime, StreamsAndEventsCheckTheirHandles) {
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
 }
 
+// Device d's PCI bus id is 0000:(d + 1):00.0 (one device without
+// MPIASR_EMU_DEVICES); a host function runs at its call, or at every launch
+// of the graph it was captured into.
+TEST(EmulatedRuntime, BusIdsAndHostFunctions) {
+  char bus_id[32] = {};
+  EXPECT_EQ(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0), cudaSuccess);
+  EXPECT_EQ(std::string(bus_id), "0000:01:00.0");
+  EXPECT_EQ(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 1), cudaErrorInvalidDevice);
+  int calls = 0;
+  const cudaHostFn_t count = [](void* data) { ++*static_cast<int*>(data); };
+  EXPECT_EQ(cudaLaunchHostFunc(nullptr, count, &calls), cudaSuccess);
+  EXPECT_EQ(calls, 1);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, count, &calls), cudaSuccess);
+  EXPECT_EQ(calls, 1);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, nullptr, &calls), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, count, &calls), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
+}
+
 TEST(EmulatedRuntime, ErrorNamesAndStringsAreCudas) {
   EXPECT_STREQ(cudaGetErrorName(cudaSuccess), "cudaSuccess");
   EXPECT_STREQ(cudaGetErrorString(cudaSuccess), "no error");
