@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -248,8 +249,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return result(cudaErrorInvalidValue);
   if (device != 0) return result(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
-  std::strncpy(prop->name, "mpiasr SIMT emulator (CPU)", sizeof prop->name - 1);
-  prop->totalGlobalMem = mpiasr::emu::kDeviceBytes;
+  std::strncpy(prop->name, mpiasr::emu::kPresentedName, sizeof prop->name - 1);
+  prop->totalGlobalMem = mpiasr::emu::kPresentedBytes;
   prop->sharedMemPerBlock = size_t(48) << 10;
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
@@ -257,9 +258,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxThreadsDim[2] = 64;
   prop->maxGridSize[0] = 0x7fffffff;
   prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
-  prop->major = 8;
+  prop->major = 9;
   prop->minor = 0;
-  prop->multiProcessorCount = 2;  // the OS threads that run blocks
+  prop->multiProcessorCount = 132;  // two OS threads run the blocks
   return cudaSuccess;
 }
 
@@ -274,6 +275,25 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       return cudaSuccess;
   }
   return result(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device) {
+  if (!bus_id || len < 1) return result(cudaErrorInvalidValue);
+  if (device != 0) return result(cudaErrorInvalidDevice);
+  std::snprintf(bus_id, size_t(len), "0000:%02x:00.0", device + 1);
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = 0;  // no driver
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize() {
@@ -318,7 +338,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (!free_bytes || !total_bytes) return result(cudaErrorInvalidValue);
   State& s = state();
   std::lock_guard lock(s.mutex);
-  *total_bytes = mpiasr::emu::kDeviceBytes;
+  *total_bytes = mpiasr::emu::kPresentedBytes;
   *free_bytes = mpiasr::emu::kDeviceBytes - s.allocated;
   return cudaSuccess;
 }

@@ -2,9 +2,14 @@
 // kernels/cuda_emu/include/cuda_runtime.h includes this): the calls the
 // project makes, with CUDA's names, types, error codes and error strings.
 //
-//   device      one device, 0, with compute capability 8.0, 48 KiB of shared
-//               memory per block, 1024 threads per block, and kDeviceBytes of
-//               memory; its clocks and bus width read 0 (nothing is timed)
+//   device      one device, 0, that presents itself as the GPU the project
+//               targets, an H200 (kPresentedName, compute capability 9.0, 132
+//               SMs, kPresentedBytes of memory), with 48 KiB of shared memory
+//               per block and 1024 threads per block; of its memory only
+//               kDeviceBytes can be allocated, and cudaMemGetInfo reports the
+//               rest as in use; its clocks and bus width read 0 (nothing is
+//               timed); the runtime and driver versions read 0 (no CUDA release);
+//               its PCI bus id is 0000:01:00.0
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
 //               whole allocation are caught); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
@@ -47,6 +52,9 @@
 #include <cstdint>
 
 #include "kernels/cuda_emu/simt.h"
+
+// The emulator is no CUDA release: the runtime version it reports and was built with.
+#define CUDART_VERSION 0
 
 enum cudaError {
   cudaSuccess = 0,
@@ -129,6 +137,7 @@ cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device);
 cudaError_t cudaDeviceSynchronize();
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
@@ -169,6 +178,9 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t*
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
+cudaError_t cudaRuntimeGetVersion(int* version);
+cudaError_t cudaDriverGetVersion(int* version);
+
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorName(cudaError_t error);
@@ -176,8 +188,12 @@ const char* cudaGetErrorString(cudaError_t error);
 
 namespace mpiasr::emu {
 
-// The emulated device's memory: what cudaMemGetInfo reports as total.
+// The emulated device's memory that cudaMalloc gives out: what cudaMemGetInfo
+// reports as free when nothing is allocated.
 constexpr size_t kDeviceBytes = size_t(4) << 30;
+// What the device presents itself as (cudaGetDeviceProperties; cudaMemGetInfo's total).
+constexpr const char* kPresentedName = "NVIDIA H200";
+constexpr size_t kPresentedBytes = size_t(141) << 30;
 
 // Calls counted since the start or the last reset_api_counts().
 struct ApiCounts {
