@@ -106,8 +106,8 @@ eval          15   30
 nccl_mpirun   20   60
 nccl_single   15   60
 bench_ops     30   60
-bench_medium  30   45
-bench_large   35   60
+bench_medium  30   60
+bench_large   35   90
 memcheck      50   90
 EOF
 # The subset of cuda_kernels_test that compute-sanitizer runs in its budget:
