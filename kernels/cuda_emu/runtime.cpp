@@ -273,8 +273,8 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return result(cudaErrorInvalidValue);
   if (!is_device(device)) return result(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
-  std::strncpy(prop->name, "mpiasr SIMT emulator (CPU)", sizeof prop->name - 1);
-  prop->totalGlobalMem = mpiasr::emu::kDeviceBytes;
+  std::strncpy(prop->name, mpiasr::emu::kPresentedName, sizeof prop->name - 1);
+  prop->totalGlobalMem = mpiasr::emu::kPresentedBytes;
   prop->sharedMemPerBlock = size_t(48) << 10;
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
@@ -282,9 +282,9 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxThreadsDim[2] = 64;
   prop->maxGridSize[0] = 0x7fffffff;
   prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
-  prop->major = 8;
+  prop->major = 9;
   prop->minor = 0;
-  prop->multiProcessorCount = 2;  // the OS threads that run blocks
+  prop->multiProcessorCount = 132;  // two OS threads run the blocks
   return cudaSuccess;
 }
 
@@ -305,6 +305,18 @@ cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device) {
   if (!bus_id || len < 1) return result(cudaErrorInvalidValue);
   if (!is_device(device)) return result(cudaErrorInvalidDevice);
   std::snprintf(bus_id, size_t(len), "0000:%02x:00.0", device + 1);
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = 0;  // no driver
   return cudaSuccess;
 }
 
@@ -350,7 +362,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (!free_bytes || !total_bytes) return result(cudaErrorInvalidValue);
   State& s = state();
   std::lock_guard lock(s.mutex);
-  *total_bytes = mpiasr::emu::kDeviceBytes;
+  *total_bytes = mpiasr::emu::kPresentedBytes;
   *free_bytes = mpiasr::emu::kDeviceBytes - s.allocated;
   return cudaSuccess;
 }

@@ -3,12 +3,17 @@
 // project makes, with CUDA's names, types, error codes and error strings.
 //
 //   device      one device, 0, or MPIASR_EMU_DEVICES of them (1 to 64), each
-//               with compute capability 8.0, 48 KiB of shared memory per
-//               block, 1024 threads per block, and kDeviceBytes of memory
-//               (one budget for the process, whichever device it picks); its
-//               clocks and bus width read 0 (nothing is timed). Device d's
-//               PCI bus id is 0000:(d + 1, hex):00.0 in every process, so two
-//               processes that pick the same device number share a "GPU"
+//               presenting itself as the GPU the project targets, an H200
+//               (kPresentedName, compute capability 9.0, 132 SMs,
+//               kPresentedBytes of memory), with 48 KiB of shared memory per
+//               block and 1024 threads per block; of that memory only
+//               kDeviceBytes can be allocated (one budget for the process,
+//               whichever device it picks), and cudaMemGetInfo reports the
+//               rest as in use; its clocks and bus width read 0 (nothing is
+//               timed); the runtime and driver versions read 0 (no CUDA
+//               release). Device d's PCI bus id is 0000:(d + 1, hex):00.0 in
+//               every process, so two processes that pick the same device
+//               number share a "GPU"
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
 //               whole allocation are caught); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
@@ -53,6 +58,9 @@
 #include <cstdint>
 
 #include "kernels/cuda_emu/simt.h"
+
+// The emulator is no CUDA release: the runtime version it reports and was built with.
+#define CUDART_VERSION 0
 
 enum cudaError {
   cudaSuccess = 0,
@@ -178,6 +186,9 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t*
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
+cudaError_t cudaRuntimeGetVersion(int* version);
+cudaError_t cudaDriverGetVersion(int* version);
+
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorName(cudaError_t error);
@@ -185,8 +196,12 @@ const char* cudaGetErrorString(cudaError_t error);
 
 namespace mpiasr::emu {
 
-// The emulated device's memory: what cudaMemGetInfo reports as total.
+// The emulated device's memory that cudaMalloc gives out: what cudaMemGetInfo
+// reports as free when nothing is allocated.
 constexpr size_t kDeviceBytes = size_t(4) << 30;
+// What the device presents itself as (cudaGetDeviceProperties; cudaMemGetInfo's total).
+constexpr const char* kPresentedName = "NVIDIA H200";
+constexpr size_t kPresentedBytes = size_t(141) << 30;
 
 // Calls counted since the start or the last reset_api_counts().
 struct ApiCounts {

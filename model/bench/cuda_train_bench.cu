@@ -22,14 +22,17 @@
 //
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
 // --seconds=S (default 10): each run lasts about S seconds, after 4 warm-up
-// steps that also size the iteration count. Without a CUDA device it prints
+// steps that also size the iteration count; --batch=N utterances and
+// --frames=F frames each (default 32 and 1500; F / 10 tokens each). Without a CUDA device it prints
 // SKIP, or lists its benchmark, and exits 0 (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -53,7 +56,7 @@ void train_step(CudaBackend<__half>& backend, Conformer<__half, float>& model,
                 Optimizer<__half, float>& optimizer, const LossScaler& scaler,
                 const HostBatch& batch, uint64_t step, bool graphs) {
   optimizer.zero_grad();
-  optimizer.set_step_inputs(double(kBatch) * kTokens, 1e-4f);
+  optimizer.set_step_inputs(double(batch.targets.size()), 1e-4f);
   StepControl* control = optimizer.control();
   const auto queue = [&] {
     model.forward_backward(batch, 1.0, &control->scaler.scale, true, step, &control->loss_sum);
@@ -71,6 +74,7 @@ void train_step(CudaBackend<__half>& backend, Conformer<__half, float>& model,
 struct Setup {
   std::string preset = "medium";
   double seconds = 10.0;
+  int batch = 32, frames = 1500;
 };
 
 // What one run trains, made once a device is known to be there.
@@ -95,10 +99,11 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, b
     if (++done == int64_t(state.max_iterations)) control = run->optimizer->read_control();
   }
   const CudaCallCounts counts = cuda_call_counts();
-  const double flops = forward_backward_flops(run->model->config(), kBatch, kFrames);
+  const double flops = forward_backward_flops(run->model->config(), setup.batch, setup.frames);
+  const double audio_seconds = setup.batch * setup.frames / kFramesPerSecond;  // per batch
   const CudaDeviceInfo& info = run->backend->device_info();
   state.counters["audio_s/s"] =
-      benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(audio_seconds, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] =
       benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
   if (info.peak_fp16_tflops > 0) {
@@ -109,7 +114,8 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, b
   state.counters["launches/step"] = double(counts.launches) / double(done);
   state.counters["host_waits/step"] = double(counts.host_waits) / double(done);
   state.counters["graph_launches/step"] = double(counts.graph_launches) / double(done);
-  state.SetLabel(setup.preset + ", batch 32 x 15 s, " +
+  state.SetLabel(setup.preset + ", batch " + std::to_string(setup.batch) + " x " +
+                 std::to_string(setup.frames) + " frames, " +
                  std::to_string(run->model->params().num_parameters() / 1000000) + " M parameters");
 }
 
@@ -125,6 +131,10 @@ int main(int argc, char** argv) {
       setup.preset = argv[i] + 9;
     } else if (std::strncmp(argv[i], "--seconds=", 10) == 0) {
       setup.seconds = std::atof(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--batch=", 8) == 0) {
+      setup.batch = std::max(1, std::atoi(argv[i] + 8));
+    } else if (std::strncmp(argv[i], "--frames=", 9) == 0) {
+      setup.frames = std::max(100, std::atoi(argv[i] + 9));
     } else {
       rest.push_back(argv[i]);
     }
@@ -146,12 +156,13 @@ int main(int argc, char** argv) {
   run.backend = std::make_unique<CudaBackend<__half>>();
   ConformerConfig config = conformer_preset(setup.preset);
   config.vocab_size = kVocab;
-  run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, kBatch, kFrames, 1);
+  run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, setup.batch,
+                                                         setup.frames, 1);
   AdamWConfig adamw;
   adamw.clip_norm = 5.0;
   run.optimizer = std::make_unique<Optimizer<__half, float>>(run.model->params(), adamw);
   run.optimizer->set_state(0, run.scaler.loss_scaler_state());
-  run.batch = synthetic_batch(7);
+  run.batch = synthetic_batch(setup.batch, setup.frames, 7);
 
   // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
   // The graph is captured in the warm-up too.

@@ -68,7 +68,7 @@ int run(const std::string& preset) {
                   4 * final_at_end(ranges, size), backend.tally().bound_seconds * 1e3);
     ready += point;
   };
-  model.forward_backward(synthetic_batch(7), 1.0, &control->scaler.scale, true, 0,
+  model.forward_backward(synthetic_batch(kBatch, kFrames, 7), 1.0, &control->scaler.scale, true, 0,
                          &control->loss_sum, on_grads_ready);
   const double forward_backward_ms = backend.tally().bound_seconds * 1e3;
   backend.reset_tally();
