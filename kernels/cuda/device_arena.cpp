@@ -2,12 +2,16 @@
 //
 // In the emulation build (MPIASR_CUDA_EMU) device memory is host memory under
 // AddressSanitizer, and the arena poisons every byte it has not handed out,
-// so a kernel that indexes past its buffer stops with a report.
+// so a kernel that indexes past its buffer stops with a report; what it
+// hands out is fresh device memory to the emulator (filled with NaN, never
+// written for initcheck, kernels/cuda_emu/memory_check.h).
 #include "kernels/cuda/device_arena.h"
 
 #include <cuda_runtime.h>
 #ifdef MPIASR_CUDA_EMU
 #include <sanitizer/asan_interface.h>
+
+#include "kernels/cuda_emu/memory_check.h"
 #endif
 
 #include "kernels/cuda/cuda_check.h"
@@ -56,6 +60,9 @@ DeviceArena::~DeviceArena() {
 void* DeviceArena::allocate(size_t bytes) {
   char* ptr = base_ + allocator_.allocate(bytes);
   set_usable(ptr, bytes, true);
+#ifdef MPIASR_CUDA_EMU
+  emu::detail::fresh_device_range(ptr, bytes);
+#endif
   return ptr;
 }
 

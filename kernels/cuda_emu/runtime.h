@@ -6,7 +6,8 @@
 //               memory per block, 1024 threads per block, and kDeviceBytes of
 //               memory; its clocks and bus width read 0 (nothing is timed)
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
-//               whole allocation are caught); device pointers and host
+//               whole allocation are caught), filled with 0xFF bytes and
+//               watched by initcheck (memory_check.h); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
 //               in a live allocation, else cudaErrorInvalidValue.
 //               cudaMallocHost / cudaHostAlloc give pinned host memory, kept

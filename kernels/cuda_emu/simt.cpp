@@ -197,6 +197,7 @@ class Runner {
   void require(bool ok, const char* what, const std::source_location& where) {
     if (!ok) fail(std::string(what) + " (" + place(where) + ")");
   }
+  [[noreturn]] void fail_kernel(const std::string& what) { fail(what); }
 
   // The body of every fiber: runs threads until the runner is destroyed.
   [[noreturn]] void fiber_loop();
@@ -806,6 +807,14 @@ void* dynamic_shared() {
 
 void require(bool ok, const char* what, const std::source_location& where) {
   kernel_runner(what).require(ok, what, where);
+}
+
+bool in_kernel() {
+  return runner.in_block();
+}
+
+void fail_kernel(const std::string& what) {
+  kernel_runner(what.c_str()).fail_kernel(what);
 }
 
 }  // namespace detail

@@ -75,6 +75,7 @@
 #include <cstring>
 #include <functional>
 #include <source_location>
+#include <string>
 #include <type_traits>
 
 #include "kernels/bfloat16.h"
@@ -190,6 +191,10 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int argument,
 void syncthreads(const std::source_location& where);
 // Fails the running kernel with `what` (naming the place) unless `ok`.
 void require(bool ok, const char* what, const std::source_location& where);
+// Whether the calling OS thread is running a kernel's thread now.
+bool in_kernel();
+// Fails the running kernel with `what`.
+[[noreturn]] void fail_kernel(const std::string& what);
 
 template <typename T>
 uint64_t to_bits(T value) {
