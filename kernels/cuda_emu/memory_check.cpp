@@ -6,6 +6,7 @@
 #include <sanitizer/asan_interface.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstdlib>
@@ -101,26 +102,30 @@ Found find(const void* ptr, size_t n) {
   return {};
 }
 
-// Sets or tests bits [from, from + n) of `words`; a test returns the first
-// bit not set, or from + n.
-void set_bits(std::atomic<uint64_t>* words, size_t from, size_t n) {
+// Calls apply(word, mask) for each word of bits [from, from + n) with the
+// mask of those bits in it.
+template <typename Apply>
+void for_each_word(size_t from, size_t n, Apply apply) {
   for (size_t i = from; i < from + n;) {
     const size_t bit = i % 64, take = std::min<size_t>(64 - bit, from + n - i);
-    const uint64_t mask = (take == 64 ? ~uint64_t(0) : ((uint64_t(1) << take) - 1)) << bit;
-    words[i / 64].fetch_or(mask, std::memory_order_relaxed);
+    apply(i / 64, (take == 64 ? ~uint64_t(0) : ((uint64_t(1) << take) - 1)) << bit);
     i += take;
   }
+}
+
+void set_bits(std::atomic<uint64_t>* words, size_t from, size_t n) {
+  for_each_word(from, n, [&](size_t word, uint64_t mask) {
+    words[word].fetch_or(mask, std::memory_order_relaxed);
+  });
 }
 
 void clear_bits(std::atomic<uint64_t>* words, size_t from, size_t n) {
-  for (size_t i = from; i < from + n;) {
-    const size_t bit = i % 64, take = std::min<size_t>(64 - bit, from + n - i);
-    const uint64_t mask = (take == 64 ? ~uint64_t(0) : ((uint64_t(1) << take) - 1)) << bit;
-    words[i / 64].fetch_and(~mask, std::memory_order_relaxed);
-    i += take;
-  }
+  for_each_word(from, n, [&](size_t word, uint64_t mask) {
+    words[word].fetch_and(~mask, std::memory_order_relaxed);
+  });
 }
 
+// The first of bits [from, from + n) not set, or from + n.
 size_t first_unset(const std::atomic<uint64_t>* words, size_t from, size_t n) {
   for (size_t i = from; i < from + n; ++i) {
     if (!(words[i / 64].load(std::memory_order_relaxed) >> (i % 64) & 1u)) return i;
@@ -133,21 +138,13 @@ size_t first_unset(const std::atomic<uint64_t>* words, size_t from, size_t n) {
 constexpr uintptr_t kShadowOffset = 0x7fff8000;
 
 // Reads the shadow itself, which instrumentation must not check.
-__attribute__((no_sanitize_address)) bool shadow_clear(uintptr_t address) {
+__attribute__((no_sanitize_address)) inline bool shadow_clear(uintptr_t address) {
   return *reinterpret_cast<const int8_t*>((address >> 3) + kShadowOffset) == 0;
 }
 
-// One load or store of `n` bytes at `p` by instrumented code (from `pc`).
-void check_access(const void* p, size_t n, bool write, void* pc) {
-  void* address = const_cast<void*>(p);
-  const uintptr_t first = reinterpret_cast<uintptr_t>(p), last = first + n - 1;
-  const bool clear = n <= 16 && shadow_clear(first) && shadow_clear(last) &&
-                     (last - first < 8 || shadow_clear(first + 8));
-  if (!clear && __asan_region_is_poisoned(address, n)) {
-    void* frame = __builtin_frame_address(0);
-    __asan_report_error(pc, frame, frame, address, write, n);
-  }
-  if (!any_tracked.load(std::memory_order_relaxed) || !detail::in_kernel()) return;
+// initcheck's part of an access to [p, p + n).
+__attribute__((noinline)) void check_written(const void* p, size_t n, bool write) {
+  if (!detail::in_kernel()) return;
   const Found found = find(p, n);
   if (!found.tracked) return;
   const size_t offset = size_t(static_cast<const char*>(p) - found.base);
@@ -162,6 +159,22 @@ void check_access(const void* p, size_t n, bool write, void* pc) {
                         std::to_string(found.tracked->bytes) + " bytes, whose byte " +
                         std::to_string(unset) + " was never written");
   }
+}
+
+// One load or store of `n` bytes at `p` by instrumented code (from `pc`):
+// every access of the kernels comes here, so the common case (shadow clear,
+// nothing tracked) is a few instructions, not instrumented itself.
+__attribute__((no_sanitize_address)) inline void check_access(const void* p, size_t n, bool write,
+                                                              void* pc) {
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p), last = first + n - 1;
+  const bool clear = n <= 16 && shadow_clear(first) && shadow_clear(last) &&
+                     (last - first < 8 || shadow_clear(first + 8));
+  void* address = const_cast<void*>(p);
+  if (!clear && __asan_region_is_poisoned(address, n)) {
+    void* frame = __builtin_frame_address(0);
+    __asan_report_error(pc, frame, frame, address, write, n);
+  }
+  if (any_tracked.load(std::memory_order_relaxed)) check_written(p, n, write);
 }
 
 }  // namespace
@@ -229,12 +242,12 @@ void mark_written(const void* ptr, size_t bytes) {
 
 // The calls GCC's outline kernel-address instrumentation makes for every load
 // and store of kernels/cuda (see CMakeLists.txt, MPIASR_EMU_CHECKED_ACCESSES).
-#define MPIASR_EMU_ACCESS_HOOKS(n)                                       \
-  extern "C" void __asan_load##n##_noabort(void* p) {                    \
-    mpiasr::emu::check_access(p, n, false, __builtin_return_address(0)); \
-  }                                                                      \
-  extern "C" void __asan_store##n##_noabort(void* p) {                   \
-    mpiasr::emu::check_access(p, n, true, __builtin_return_address(0));  \
+#define MPIASR_EMU_ACCESS_HOOKS(n)                                                          \
+  extern "C" __attribute__((no_sanitize_address)) void __asan_load##n##_noabort(void* p) {  \
+    mpiasr::emu::check_access(p, n, false, __builtin_return_address(0));                    \
+  }                                                                                         \
+  extern "C" __attribute__((no_sanitize_address)) void __asan_store##n##_noabort(void* p) { \
+    mpiasr::emu::check_access(p, n, true, __builtin_return_address(0));                     \
   }
 MPIASR_EMU_ACCESS_HOOKS(1)
 MPIASR_EMU_ACCESS_HOOKS(2)

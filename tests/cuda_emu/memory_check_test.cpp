@@ -2,7 +2,8 @@
 // kernels compiled as kernels/cuda is, every load and store checked: fresh
 // cudaMalloc and device-arena memory reads as the 0xFF pattern, and under
 // initcheck a kernel that reads a byte no kernel, copy or memset wrote fails
-// with its name and the offset, while reads of written bytes pass.
+// with its name and the offset, while reads of written bytes pass; a write
+// one past an arena allocation and a misaligned vector load stop the test.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -27,6 +28,17 @@ __global__ void write_kernel(float* out, int n) {
 __global__ void copy_kernel(float* out, const float* in, int n) {
   const int i = int(threadIdx.x);
   if (i < n) out[i] = in[i];
+}
+
+// The last thread writes one float past `n`.
+__global__ void overrun_kernel(float* out, int n) {
+  out[threadIdx.x + 1 == unsigned(n) ? n : threadIdx.x] = 1.0f;
+}
+
+// A 16-byte load from `in + offset`, 16-byte aligned only when offset % 4 == 0.
+__global__ void vector_load_kernel(float* out, const float* in, int offset) {
+  const float4 v = *reinterpret_cast<const float4*>(in + offset);
+  out[threadIdx.x] = v.x + v.y + v.z + v.w;
 }
 
 // Turns initcheck on for the allocations of one test.
@@ -114,6 +126,36 @@ TEST(MemoryCheck, InitcheckForgetsWhatAnArenaRangeHeldBefore) {
             "");
   arena.release(second);
   arena.release(out);
+}
+
+// Two arena allocations of 256 bytes each: without the redzone the second
+// would start where the first ends, and a write one float past the first
+// would land in it unseen.
+TEST(MemoryCheckDeathTest, AWriteOnePastAnArenaAllocationHitsItsRedzone) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        DeviceArena arena(1 << 20);
+        float* first = static_cast<float*>(arena.allocate(64 * sizeof(float)));
+        float* second = static_cast<float*>(arena.allocate(64 * sizeof(float)));
+        MPIASR_LAUNCH(overrun_kernel, 1, 64, 0, nullptr, first, 64);
+        arena.release(second);
+      },
+      "AddressSanitizer: use-after-poison.*WRITE of size 4.*fiber_main");
+}
+
+TEST(MemoryCheckDeathTest, AMisalignedVectorLoadIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  float *in = nullptr, *out = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&in), 64 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&out), 32 * sizeof(float)), cudaSuccess);
+  ASSERT_EQ(cudaMemset(in, 0, 64 * sizeof(float)), cudaSuccess);
+  MPIASR_LAUNCH(vector_load_kernel, 1, 32, 0, nullptr, out, in, 4);
+  EXPECT_DEATH(
+      MPIASR_LAUNCH(vector_load_kernel, 1, 32, 0, nullptr, out, in, 1),
+      "misaligned address .* for type 'const struct float4', which requires 16 byte alignment");
+  ASSERT_EQ(cudaFree(in), cudaSuccess);
+  ASSERT_EQ(cudaFree(out), cudaSuccess);
 }
 
 }  // namespace
