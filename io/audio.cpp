@@ -212,26 +212,30 @@ Resampler::Resampler(double in_rate, double out_rate) : in_rate_(in_rate), out_r
                "soxr_create(" << in_rate << " -> " << out_rate << "): " << (error ? error : "?"));
 }
 
-std::vector<float> Resampler::resample(std::span<const float> in) {
-  size_t expected = static_cast<size_t>(std::ceil(in.size() * out_rate_ / in_rate_));
-  std::vector<float> out(expected + 64);
-  size_t used = 0, produced = 0;
-  soxr_error_t error =
-      soxr_process(soxr_.get(), in.data(), in.size(), &used, out.data(), out.size(), &produced);
-  MPIASR_CHECK(!error && used == in.size(),
-               "soxr_process: " << (error ? error : "input left over"));
-  size_t total = produced;
-  // Flush the filter: input nullptr means end of input; repeat until soxr has nothing left.
+void Resampler::process(std::span<const float> in, bool last, std::vector<float>& out) {
+  const size_t room = static_cast<size_t>(std::ceil(in.size() * out_rate_ / in_rate_)) + 64;
+  size_t consumed = 0;
   for (;;) {
-    if (total == out.size()) out.resize(out.size() * 2);
-    error = soxr_process(soxr_.get(), nullptr, 0, nullptr, out.data() + total, out.size() - total,
-                         &produced);
-    MPIASR_CHECK(!error, "soxr_process (flush): " << error);
-    if (produced == 0) break;
-    total += produced;
+    // Input nullptr means the end of the input: soxr flushes its filter,
+    // a piece per call, until it has nothing left.
+    const bool flush = last && consumed == in.size();
+    const size_t begin = out.size();
+    out.resize(begin + room);
+    size_t used = 0, produced = 0;
+    soxr_error_t error =
+        soxr_process(soxr_.get(), flush ? nullptr : in.data() + consumed, in.size() - consumed,
+                     flush ? nullptr : &used, out.data() + begin, room, &produced);
+    MPIASR_CHECK(!error, "soxr_process (" << in_rate_ << " -> " << out_rate_ << "): " << error);
+    out.resize(begin + produced);
+    consumed += used;
+    if (flush ? produced == 0 : !last && consumed == in.size()) break;
   }
-  out.resize(total);
-  soxr_clear(soxr_.get());
+  if (last) soxr_clear(soxr_.get());
+}
+
+std::vector<float> Resampler::resample(std::span<const float> in) {
+  std::vector<float> out;
+  process(in, true, out);
   return out;
 }
 
@@ -365,69 +369,90 @@ std::vector<float> read_audio(const std::string& path, double offset, double dur
   return read_audio(file, offset, duration, sample_rate);
 }
 
-std::vector<float> read_audio(SoundFile& file, double offset, double duration, int sample_rate) {
+AudioStream::AudioStream(SoundFile& file, double offset, double duration, int sample_rate)
+    : file_(file), rate_(file.info().samplerate) {
   const std::string& path = file.path();
-  const int rate = file.info().samplerate;
-  const int channels = file.info().channels;
   const int64_t frames = file.info().frames;
   if (frames <= 0) MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': has no samples");
   if (!(offset >= 0) || !std::isfinite(duration)) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': bad segment (offset " << offset
                                                     << " s, duration " << duration << " s)");
   }
-  const double file_seconds = static_cast<double>(frames) / rate;
-  const int64_t first = std::llround(offset * rate);
-  if (first >= frames) {
+  const double file_seconds = static_cast<double>(frames) / rate_;
+  first_ = std::llround(offset * rate_);
+  if (first_ >= frames) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': offset " << offset
                                                     << " s is past the end of the file ("
                                                     << file_seconds << " s)");
   }
-  int64_t count = duration < 0 ? frames - first : std::llround((offset + duration) * rate) - first;
-  if (first + count > frames) {
+  count_ = duration < 0 ? frames - first_ : std::llround((offset + duration) * rate_) - first_;
+  if (first_ + count_ > frames) {
     if (offset + duration > file_seconds + kSegmentEndTolerance) {
       MPIASR_FAIL(ExitCode::kBadInput,
                   "audio file '" << path << "': segment " << offset << " s + " << duration
                                  << " s ends past the end of the file (" << file_seconds << " s)");
     }
-    count = frames - first;
+    count_ = frames - first_;
   }
-  if (count <= 0) {
+  if (count_ <= 0) {
     MPIASR_FAIL(ExitCode::kBadInput, "audio file '" << path << "': empty segment (offset " << offset
                                                     << " s, duration " << duration << " s)");
   }
-  if (first > 0) file.seek(first);
-
-  std::vector<float> mono(count);
-  std::vector<float> chunk(channels == 1 ? 0 : kChunkFrames * channels);
-  int64_t done = 0;
-  while (done < count) {
-    int64_t want = std::min(kChunkFrames, count - done);
-    float* target = channels == 1 ? mono.data() + done : chunk.data();
-    int64_t got = file.read(target, want);
-    if (got <= 0) {
-      fail_truncated(file, frames_text(frames, rate), frames_text(first + done, rate));
-    }
-    if (int64_t i = first_out_of_range(target, got * channels); i >= 0) {
-      int64_t frame = first + done + i / channels;
-      MPIASR_FAIL(
-          ExitCode::kBadInput,
-          "audio file '" << path << "': "
-                         << (std::isfinite(target[i]) ? "sample out of range" : "non-finite sample")
-                         << " (" << target[i] << ") at frame " << frame << " ("
-                         << static_cast<double>(frame) / rate << " s), channel " << i % channels);
-    }
-    if (channels > 1) {
-      const float scale = 1.0f / channels;
-      for (int64_t t = 0; t < got; ++t) {
-        float sum = 0;
-        for (int c = 0; c < channels; ++c) sum += chunk[t * channels + c];
-        mono[done + t] = sum * scale;
-      }
-    }
-    done += got;
+  if (first_ > 0) file.seek(first_);
+  if (sample_rate > 0 && sample_rate != rate_) {
+    resampler_.emplace(rate_, sample_rate);
+    samples_ = std::llround(static_cast<double>(count_) * sample_rate / rate_);
+  } else {
+    samples_ = count_;
   }
-  if (sample_rate <= 0 || sample_rate == rate) return mono;
-  return Resampler(rate, sample_rate).resample(mono);
+  chunk_.resize(size_t(kChunkFrames) * size_t(file.info().channels));
+}
+
+bool AudioStream::next(std::vector<float>& out) {
+  out.clear();
+  if (done_ == count_) return false;
+  const int channels = file_.info().channels;
+  const int64_t want = std::min(kChunkFrames, count_ - done_);
+  const int64_t got = file_.read(chunk_.data(), want);
+  if (got <= 0) {
+    fail_truncated(file_, frames_text(file_.info().frames, rate_),
+                   frames_text(first_ + done_, rate_));
+  }
+  if (int64_t i = first_out_of_range(chunk_.data(), got * channels); i >= 0) {
+    const int64_t frame = first_ + done_ + i / channels;
+    MPIASR_FAIL(
+        ExitCode::kBadInput,
+        "audio file '" << file_.path() << "': "
+                       << (std::isfinite(chunk_[i]) ? "sample out of range" : "non-finite sample")
+                       << " (" << chunk_[i] << ") at frame " << frame << " ("
+                       << static_cast<double>(frame) / rate_ << " s), channel " << i % channels);
+  }
+  if (channels == 1) {
+    mono_.assign(chunk_.begin(), chunk_.begin() + got);
+  } else {
+    mono_.resize(size_t(got));
+    const float scale = 1.0f / channels;
+    for (int64_t t = 0; t < got; ++t) {
+      float sum = 0;
+      for (int c = 0; c < channels; ++c) sum += chunk_[t * channels + c];
+      mono_[t] = sum * scale;
+    }
+  }
+  done_ += got;
+  if (resampler_) {
+    resampler_->process(mono_, done_ == count_, out);
+  } else {
+    out.swap(mono_);
+  }
+  return true;
+}
+
+std::vector<float> read_audio(SoundFile& file, double offset, double duration, int sample_rate) {
+  AudioStream stream(file, offset, duration, sample_rate);
+  std::vector<float> samples, piece;
+  samples.reserve(size_t(stream.samples()));
+  while (stream.next(piece)) samples.insert(samples.end(), piece.begin(), piece.end());
+  return samples;
 }
 
 void write_audio(const std::string& path, std::span<const float> interleaved, int channels,

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -133,6 +134,10 @@ class Resampler {
   // Resamples a whole signal (the filter is flushed at the end, so the tail is
   // complete). The resampler is reset afterwards and may be used again.
   std::vector<float> resample(std::span<const float> in);
+  // Resamples the next piece of a signal, appending its output to `out`;
+  // `last` marks the signal's last piece, after which the filter is flushed
+  // and reset. The pieces' outputs, joined, are resample() of the signal.
+  void process(std::span<const float> in, bool last, std::vector<float>& out);
 
  private:
   struct Deleter {
@@ -141,6 +146,31 @@ class Resampler {
   double in_rate_;
   double out_rate_;
   std::unique_ptr<soxr, Deleter> soxr_;
+};
+
+// The samples read_audio returns, a piece at a time: each call of next()
+// reads at most 16384 frames of the segment and resamples them. soxr keeps
+// its filter's state from piece to piece and gives the samples it gives for
+// the whole signal in one call, so what the pieces hold, joined, is
+// read_audio's result; a caller holds a piece, never the whole file.
+class AudioStream {
+ public:
+  // file must outlive the stream. Throws Error(kBadInput) as read_audio does
+  // for a bad segment; next() for a file cut short or a sample out of range.
+  AudioStream(SoundFile& file, double offset, double duration, int sample_rate);
+  // The samples of the whole segment: its frames, or lround(frames x
+  // sample_rate / file rate) when resampled (as soxr gives them).
+  int64_t samples() const { return samples_; }
+  // Replaces `out` with the next samples; false, with out empty, at the end.
+  bool next(std::vector<float>& out);
+
+ private:
+  SoundFile& file_;
+  int rate_ = 0;
+  int64_t first_ = 0, count_ = 0, done_ = 0;  // frames of the file
+  int64_t samples_ = 0;
+  std::optional<Resampler> resampler_;
+  std::vector<float> chunk_, mono_;
 };
 
 }  // namespace mpiasr

@@ -12,12 +12,6 @@
 
 namespace mpiasr {
 
-namespace {
-
-constexpr float kPerUtteranceStdFloor = 1e-5f;
-
-}  // namespace
-
 void CmvnStats::accumulate(const float* feats, int num_frames, int n_mels) {
   MPIASR_CHECK(n_mels > 0 && num_frames >= 0,
                "cmvn: frames " << num_frames << ", n_mels " << n_mels);

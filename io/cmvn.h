@@ -27,6 +27,9 @@ namespace mpiasr {
 inline constexpr double kMinLogMel = -103.28;  // log(1.4e-45) = -103.279
 inline constexpr double kMaxLogMel = 88.73;    // log(3.4028e38) = 88.723
 
+// The std floor of per-utterance CMVN.
+inline constexpr float kPerUtteranceStdFloor = 1e-5f;
+
 struct CmvnStats {
   std::vector<double> sum, sum_sq;  // [n_mels], empty before the first accumulate
   double frames = 0;

@@ -215,12 +215,24 @@ long Fbank::frame_start(int t) const {
 
 void Fbank::compute(const float* samples, size_t num_samples, float* out,
                     uint64_t dither_seed) const {
-  const int frames = num_frames(num_samples);
-  if (frames == 0) return;
+  compute_frames(samples, 0, num_samples, num_samples, 0, num_frames(num_samples), out,
+                 dither_seed);
+}
+
+void Fbank::compute_frames(const float* held, long held_first, size_t held_size, size_t signal_size,
+                           int first_frame, int count, float* out, uint64_t dither_seed) const {
+  if (count == 0) return;
   const FbankOptions& o = options_;
   const int length = frame_length_;
   const int n_bins = o.n_fft / 2 + 1;
-  const long n = static_cast<long>(num_samples);
+  const long n = static_cast<long>(signal_size);
+  const long held_end = held_first + static_cast<long>(held_size);
+  auto check_held = [&](int t, long first, long last) {
+    MPIASR_CHECK(first >= held_first && last < held_end,
+                 "fbank: frame " << t << " reads samples " << first << " to " << last
+                                 << ", outside the " << held_size << " held from " << held_first
+                                 << " of a signal of " << signal_size);
+  };
   const float preemphasis = static_cast<float>(o.preemphasis);
   const float log_floor = static_cast<float>(o.log_floor);
   kiss_fftr_state* fft = thread_fftr(o.n_fft);
@@ -228,15 +240,18 @@ void Fbank::compute(const float* samples, size_t num_samples, float* out,
   std::vector<kiss_fft_cpx> spectrum(n_bins);
   std::vector<float> power(n_bins);
 
-  for (int t = 0; t < frames; ++t) {
+  for (int t = first_frame; t < first_frame + count; ++t) {
     const long start = frame_start(t);
     if (start >= 0 && start + length <= n) {
-      std::memcpy(frame.data(), samples + start, sizeof(float) * length);
+      check_held(t, start, start + length - 1);
+      std::memcpy(frame.data(), held + (start - held_first), sizeof(float) * length);
     } else {
       for (int i = 0; i < length; ++i) {
-        const size_t j = o.kaldi_compat ? reflect_inclusive(start + i, num_samples)
-                                        : reflect_exclusive(start + i, num_samples);
-        frame[i] = samples[j];
+        const long j =
+            static_cast<long>(o.kaldi_compat ? reflect_inclusive(start + i, signal_size)
+                                             : reflect_exclusive(start + i, signal_size));
+        check_held(t, j, j);
+        frame[i] = held[j - held_first];
       }
     }
     if (o.dither > 0) add_dither(frame.data(), length, o.dither, dither_seed, t);
@@ -256,7 +271,7 @@ void Fbank::compute(const float* samples, size_t num_samples, float* out,
     for (int k = 0; k < n_bins; ++k)
       power[k] = spectrum[k].r * spectrum[k].r + spectrum[k].i * spectrum[k].i;
 
-    float* row = out + static_cast<size_t>(t) * o.n_mels;
+    float* row = out + static_cast<size_t>(t - first_frame) * o.n_mels;
     for (int m = 0; m < o.n_mels; ++m) {
       const float* weights = filter_weights_.data() + filter_offset_[m];
       const float* bins = power.data() + filter_first_bin_[m];

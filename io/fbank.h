@@ -78,14 +78,24 @@ class Fbank {
   void compute(const float* samples, size_t num_samples, float* out,
                uint64_t dither_seed = 0) const;
 
+  // Frames [first_frame, first_frame + count) of a signal of `signal_size`
+  // samples of which `held` holds samples [held_first, held_first +
+  // held_size): exactly those rows of compute() on the whole signal, for a
+  // caller that holds a window of a long signal. Every sample the frames
+  // read, reflected ones included, must be held (checked): frame t reads
+  // samples of [frame_start(t), frame_start(t) + frame_length()), reflected
+  // into the signal at its edges (so up to n_fft / 2 + 1 samples from the
+  // start, and the last n_fft + 1 where a frame crosses the end).
+  void compute_frames(const float* held, long held_first, size_t held_size, size_t signal_size,
+                      int first_frame, int count, float* out, uint64_t dither_seed = 0) const;
+
   const FbankOptions& options() const { return options_; }
   int frame_length() const { return frame_length_; }  // samples
   int frame_shift() const { return frame_shift_; }    // samples
-
- private:
   // First sample of frame t, possibly negative (outside the signal).
   long frame_start(int t) const;
 
+ private:
   FbankOptions options_;
   int frame_length_ = 0;
   int frame_shift_ = 0;

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "io/feature_stream.h"
 #include "io/speed_perturb.h"
 #include "src/base/error.h"
 #include "src/base/rng.h"
@@ -184,6 +185,31 @@ void Loader::compute_features(size_t index, int epoch, std::vector<float>& feats
   seconds = static_cast<double>(samples.size()) / sample_rate;
 }
 
+template <typename F>
+void Loader::naming_utterance(size_t index, F&& f) const {
+  try {
+    f();
+  } catch (const Error& error) {
+    throw Error(error.code(),
+                describe(manifest_, manifest_.utterances[index]) + ": " + error.what());
+  } catch (const std::exception& error) {
+    throw Error(ExitCode::kFailure,
+                describe(manifest_, manifest_.utterances[index]) + ": " + error.what());
+  }
+}
+
+void Loader::stream_features(size_t index, const std::function<void(FeatureStream&)>& use) const {
+  MPIASR_CHECK(options_.speed_factors.empty() && !options_.spec_augment,
+               "loader: features are streamed for evaluation only, without speed perturbation "
+               "or SpecAugment");
+  naming_utterance(index, [&] {
+    const Utterance& utterance = manifest_.utterances[index];
+    FeatureStream stream(utterance.audio_path, utterance.offset, utterance.duration, fbank_, cmvn_,
+                         options_.per_utterance_cmvn);
+    use(stream);
+  });
+}
+
 void Loader::make_batch(const std::vector<size_t>& utterances, int epoch, Batch& out,
                         Scratch& scratch) const {
   const size_t count = utterances.size();
@@ -194,15 +220,9 @@ void Loader::make_batch(const std::vector<size_t>& utterances, int epoch, Batch&
   for (size_t b = 0; b < count; ++b) {
     const size_t index = utterances[b];
     double utterance_seconds = 0;
-    try {
+    naming_utterance(index, [&] {
       compute_features(index, epoch, scratch.features[b], scratch.frames[b], utterance_seconds);
-    } catch (const Error& error) {
-      throw Error(error.code(),
-                  describe(manifest_, manifest_.utterances[index]) + ": " + error.what());
-    } catch (const std::exception& error) {
-      throw Error(ExitCode::kFailure,
-                  describe(manifest_, manifest_.utterances[index]) + ": " + error.what());
-    }
+    });
     seconds += utterance_seconds;
   }
 

@@ -47,6 +47,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -59,6 +60,8 @@
 #include "io/tokenizer.h"
 
 namespace mpiasr {
+
+class FeatureStream;
 
 struct LoaderOptions {
   int workers = 2;      // threads building batches; 0 = in the caller's thread
@@ -94,6 +97,13 @@ class Loader {
   // CPU seconds the worker threads spent building batches, since construction.
   double worker_cpu_seconds() const { return double(worker_cpu_ns_.load()) * 1e-9; }
 
+  // Runs use() on a stream of utterance i's features (io/feature_stream.h:
+  // computed a window at a time, the features a batch would hold); an error
+  // of either is rethrown with the utterance named, as a batch's is.
+  // Evaluation only: the loader has no speed perturbation or SpecAugment.
+  void stream_features(size_t utterance, const std::function<void(FeatureStream&)>& use) const;
+
+  const Fbank& fbank() const { return fbank_; }
   // Token ids of utterance i's transcript.
   const std::vector<int32_t>& tokens(size_t utterance) const { return tokens_[utterance]; }
 
@@ -113,6 +123,9 @@ class Loader {
                   Scratch& scratch) const;
   void compute_features(size_t utterance, int epoch, std::vector<float>& feats, int& frames,
                         double& seconds) const;
+  // Runs f(), an error rethrown with utterance i named.
+  template <typename F>
+  void naming_utterance(size_t utterance, F&& f) const;
   void work();
   void stop_workers();
 

@@ -5,19 +5,22 @@
 
 namespace mpiasr {
 
-std::vector<int32_t> ctc_greedy_decode_one(const float* logprobs, int frames, int V) {
+void CtcGreedyStream::push(const float* logprobs, int frames, int V) {
   MPIASR_CHECK(V >= 1 && frames >= 0, "ctc_greedy_decode: frames " << frames << ", V " << V);
-  std::vector<int32_t> tokens;
-  int32_t previous = 0;
   for (int t = 0; t < frames; ++t) {
     const float* row = logprobs + static_cast<size_t>(t) * V;
     int32_t best = 0;
     for (int k = 1; k < V; ++k)
       if (row[k] > row[best]) best = k;
-    if (best != 0 && best != previous) tokens.push_back(best);
-    previous = best;
+    if (best != 0 && best != previous_) tokens_.push_back(best);
+    previous_ = best;
   }
-  return tokens;
+}
+
+std::vector<int32_t> ctc_greedy_decode_one(const float* logprobs, int frames, int V) {
+  CtcGreedyStream stream;
+  stream.push(logprobs, frames, V);
+  return stream.tokens();
 }
 
 std::vector<std::vector<int32_t>> ctc_greedy_decode(const float* logprobs, const int32_t* lengths,

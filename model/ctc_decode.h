@@ -11,6 +11,19 @@
 
 namespace mpiasr {
 
+// Greedy decoding of an utterance whose frames arrive in pieces (decoded in
+// windows): the tokens of ctc_greedy_decode_one on all its frames.
+class CtcGreedyStream {
+ public:
+  // The next `frames` frames, logprobs [frames, V].
+  void push(const float* logprobs, int frames, int V);
+  const std::vector<int32_t>& tokens() const { return tokens_; }
+
+ private:
+  std::vector<int32_t> tokens_;
+  int32_t previous_ = 0;  // the best token of the last frame pushed
+};
+
 // The token ids of one utterance from its frames logprobs [frames, V].
 std::vector<int32_t> ctc_greedy_decode_one(const float* logprobs, int frames, int V);
 

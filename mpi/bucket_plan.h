@@ -32,6 +32,7 @@
 // state: the piece of the bucket at `begin` lands at begin / W there.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <map>
 #include <optional>
@@ -40,6 +41,15 @@
 #include <vector>
 
 namespace mpiasr::mpi {
+
+// One bucket of a step's reduction as a reducer records it when asked to
+// (record_timeline in its options): the bucket's bytes of fp32 gradients,
+// when the plan handed it out, when its reduction started and when it ended
+// (DESIGN.md, "The step's timeline", says what each is on the CPU and with NCCL).
+struct BucketTimes {
+  size_t bytes = 0;
+  std::chrono::steady_clock::time_point ready = {}, start = {}, end = {};
+};
 
 class BucketPlan {
  public:

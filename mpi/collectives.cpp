@@ -1,6 +1,7 @@
 #include "mpi/collectives.h"
 
 #include <cstdint>
+#include <type_traits>
 
 #include "mpi/mpi_check.h"
 #include "mpi/timeout.h"
@@ -17,8 +18,7 @@ T allreduce_one(const Context& ctx, T value, MPI_Datatype type, MPI_Op op, const
   return value;
 }
 
-void allreduce_inplace(const Context& ctx, double* values, int n, MPI_Op op,
-                       const char* op_name) {
+void allreduce_inplace(const Context& ctx, double* values, int n, MPI_Op op, const char* op_name) {
   MPIASR_CHECK(n >= 0, op_name << ": negative count " << n);
   MPI_Request request = MPI_REQUEST_NULL;
   MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, op, ctx.world_comm(), &request));
@@ -53,8 +53,10 @@ void barrier(const Context& ctx, const char* op_name) {
   wait_or_abort(ctx, request, op_name);
 }
 
-std::vector<float> gather_to_receivers(const Context& ctx, const std::vector<float>& mine,
-                                       bool receive, const char* op_name) {
+template <typename T>
+std::vector<T> gather_to_receivers(const Context& ctx, const std::vector<T>& mine, bool receive,
+                                   const char* op_name) {
+  const MPI_Datatype type = std::is_same_v<T, double> ? MPI_DOUBLE : MPI_FLOAT;
   const int world = ctx.world_size();
   std::vector<int> receivers(size_t(world), 0);
   const int me = receive ? 1 : 0;
@@ -66,15 +68,20 @@ std::vector<float> gather_to_receivers(const Context& ctx, const std::vector<flo
   MPIASR_CHECK(allreduce_min(ctx, count, op_name) == allreduce_max(ctx, count, op_name),
                op_name << ": ranks gather different lengths");
   MPIASR_CHECK(count <= INT32_MAX, op_name << ": " << count << " elements exceed MPI's count");
-  std::vector<float> all(receive ? mine.size() * size_t(world) : 0);
+  std::vector<T> all(receive ? mine.size() * size_t(world) : 0);
   for (int root = 0; root < world; ++root) {
     if (!receivers[size_t(root)]) continue;
-    MPI_CHECK(MPI_Igather(mine.data(), int(count), MPI_FLOAT, all.data(), int(count), MPI_FLOAT,
-                          root, ctx.world_comm(), &request));
+    MPI_CHECK(MPI_Igather(mine.data(), int(count), type, all.data(), int(count), type, root,
+                          ctx.world_comm(), &request));
     wait_or_abort(ctx, request, op_name);
   }
   return all;
 }
+
+template std::vector<float> gather_to_receivers(const Context&, const std::vector<float>&, bool,
+                                                const char*);
+template std::vector<double> gather_to_receivers(const Context&, const std::vector<double>&, bool,
+                                                 const char*);
 
 int first_failing_rank(const Context& ctx, bool failed, const char* op_name) {
   const int64_t none = ctx.world_size();

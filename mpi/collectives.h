@@ -22,9 +22,10 @@ void barrier(const Context& ctx, const char* op_name);
 
 // Every rank gives `mine` (the same length on every rank); the ranks with
 // `receive` get every rank's, one after the other in rank order, and the
-// others an empty vector (one gather per receiving rank).
-std::vector<float> gather_to_receivers(const Context& ctx, const std::vector<float>& mine,
-                                       bool receive, const char* op_name);
+// others an empty vector (one gather per receiving rank). T: float or double.
+template <typename T>
+std::vector<T> gather_to_receivers(const Context& ctx, const std::vector<T>& mine, bool receive,
+                                   const char* op_name);
 
 // Every rank says whether it failed; returns the lowest failing world rank,
 // or -1 when none failed. Lets all ranks stop together, naming the culprit.

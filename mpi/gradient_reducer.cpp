@@ -32,7 +32,8 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
             "GradientReducer", options.shard ? size_t(ctx.world_size()) : 1),
       shard_(options.shard),
-      half_wire_(options.half_wire) {
+      half_wire_(options.half_wire),
+      record_timeline_(options.record_timeline) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
   if (options.shard && options.hierarchical) {
     MPIASR_FAIL(ExitCode::kUsage,
@@ -84,6 +85,9 @@ GradientReducer::GradientReducer(const Context& ctx, float* grads, size_t count,
   }
   for (size_t b = 0; b < plan_.num_buckets(); ++b) ranges_.push_back(plan_.bucket_range(b));
   buckets_.resize(ranges_.size());
+  if (record_timeline_) {
+    for (const auto& [begin, n] : ranges_) timeline_.push_back({.bytes = n * sizeof(float)});
+  }
   requests_.assign(buckets_.size() * requests_per_bucket_, MPI_REQUEST_NULL);
   completed_.resize(requests_.size());
   thread_ = std::thread(&GradientReducer::communicate, this);
@@ -128,10 +132,17 @@ void GradientReducer::begin_step() {
   step_done_ = false;
 }
 
+size_t GradientReducer::hand_out() {
+  size_t ready = 0;
+  for (; const std::optional<size_t> b = plan_.next_to_start(); ++ready) {
+    if (record_timeline_) timeline_[*b].ready = Clock::now();
+  }
+  return ready;
+}
+
 void GradientReducer::on_grads_ready(size_t offset, size_t count) {
   plan_.mark_ready(offset, count);
-  size_t ready = 0;
-  while (plan_.next_to_start()) ++ready;
+  const size_t ready = hand_out();
   if (ready == 0) return;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -144,8 +155,7 @@ void GradientReducer::finish() {
   const Clock::time_point start = Clock::now();
   last_started_early_ = plan_.started();
   plan_.end_step();
-  size_t rest = 0;
-  while (plan_.next_to_start()) ++rest;
+  const size_t rest = hand_out();
   std::unique_lock<std::mutex> lock(mutex_);
   handed_out_ += rest;
   closed_ = true;
@@ -234,7 +244,9 @@ std::pair<float*, int> GradientReducer::part(size_t b, int part, int parts) cons
 
 void GradientReducer::post(size_t b) {
   Bucket& bucket = buckets_[b];
+  if (record_timeline_ && bucket.round == 0) timeline_[b].start = Clock::now();
   if (bucket.round == rounds_.size()) {
+    if (record_timeline_) timeline_[b].end = Clock::now();
     bucket.in_flight = false;
     ++done_buckets_;
     return;

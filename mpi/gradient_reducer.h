@@ -102,6 +102,8 @@ struct ReducerOptions {
   // halve the bytes. Each part is rounded to it when sent, the sender keeping
   // the rounded value, and added in fp32 when received.
   std::optional<HalfWire> half_wire = std::nullopt;
+  // Record each bucket's times every step (last_timeline); off: no clock is read.
+  bool record_timeline = false;
 };
 
 class GradientReducer {
@@ -131,6 +133,10 @@ class GradientReducer {
   size_t num_buckets() const { return plan_.num_buckets(); }
   // Bucket i as [offset, offset + count) of grads.
   std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
+  // With record_timeline, the last step's buckets: ready when the plan handed
+  // the bucket out, start when the communication thread posted its first
+  // round, end when it saw its last round complete; empty without.
+  const std::vector<BucketTimes>& last_timeline() const { return timeline_; }
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -156,6 +162,9 @@ class GradientReducer {
   void add_ring(MPI_Comm comm, int rank, int size, bool all_gather);
   // Communication thread: waits for steps and runs each to its end.
   void communicate();
+  // Counts the buckets the plan hands out now (stamping when, with
+  // record_timeline).
+  size_t hand_out();
   // Runs the reduction of one step until every bucket is done.
   void reduce_step();
   // Posts bucket b's current round, or marks it done when none is left.
@@ -178,6 +187,9 @@ class GradientReducer {
   std::vector<uint16_t> wire_sent_;      // 16-bit messages: parts as sent, laid out as grads
   std::vector<uint16_t> wire_received_;  // and as received
   int tag_limit_ = 32767;                // MPI_TAG_UB
+  bool record_timeline_ = false;
+  // ready: the calling thread's; start and end: the communication thread's.
+  std::vector<BucketTimes> timeline_;
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
 

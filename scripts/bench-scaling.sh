@@ -4,11 +4,15 @@
 # reported from the trainer's own figures (metrics.jsonl), on this machine's
 # cores and on an emulated cluster network (scripts/fake-cluster-net.sh).
 #
-#   scripts/bench-scaling.sh [--local] [--net N[xR]]... [--rounds K] [--rate RATE]
+#   scripts/bench-scaling.sh [--local] [--net N[xR]]... [--rounds K] [--rate RATE]...
 #       [--steps N] [--warmup N] [--threads T] [--build DIR] [--out DIR] [--utterances N]
+#       [--validate [--bucket-mb B]...]
 #
 # The table of docs/scaling.md is this, on an otherwise idle machine:
 #   scripts/bench-scaling.sh --local --net 2x1 --net 2x2 --net 4x1 --rounds 3
+# and its validation of the step model (scripts/step-model.py) this:
+#   scripts/bench-scaling.sh --validate --net 2x1 --net 2x2 --net 4x1 \
+#       --rate 100mbit --rate 1gbit --rate 10gbit --bucket-mb 1 --bucket-mb 4
 #
 #   --local         this machine, shared memory (the default when --net is not given):
 #     mixed 1 rank x T threads, T ranks x 1 thread   the generated corpus
@@ -31,7 +35,15 @@
 #     hierarchical   (R > 1) within nodes, ring among node leaders
 #     hier., 1 bucket
 #   --local and --net may both be given; --net may be given several times
-#   (e.g. --net 2x2 --net 4x1).
+#   (e.g. --net 2x2 --net 4x1), and --rate too: each network at each rate.
+#   --validate      instead of the runs above, on each network: its link
+#                   measured (scripts/net-transfer.py, node1 to node2), then
+#                   for each --bucket-mb (default 1 and 4) the flat ring and
+#                   (R > 1) the hierarchical all-reduce, each with the step's
+#                   timeline recorded (output.timeline); the step model, fed
+#                   the run's timeline and the measured link, predicts the
+#                   run's step time and exposed all-reduce, against what the
+#                   run measured: OUT/validation.md.
 #   --rounds K      run the whole list K times, in turn (default 1), so every
 #                   configuration sees the same load: each figure is the median
 #                   over the rounds, and each ratio (hidden, vs compute, ranks
@@ -75,13 +87,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 steps=30 warmup=10 build="$root/build" out="$root/runs/bench-scaling" utterances=400 threads=2
-local_runs=0 nets=() rounds=1 rate=1gbit
+local_runs=0 nets=() rounds=1 rates=() validate=0 validate_buckets=()
 while (($# > 0)); do
   case "$1" in
     --local) local_runs=1; shift ;;
     --net) nets+=("$2"); shift 2 ;;
     --rounds) rounds="$2"; shift 2 ;;
-    --rate) rate="$2"; shift 2 ;;
+    --rate) rates+=("$2"); shift 2 ;;
+    --validate) validate=1; shift ;;
+    --bucket-mb) validate_buckets+=("$2"); shift 2 ;;
     --steps) steps="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --build) build="$2"; shift 2 ;;
@@ -93,6 +107,9 @@ while (($# > 0)); do
   esac
 done
 ((${#nets[@]} > 0)) || local_runs=1
+((${#rates[@]} > 0)) || rates=(1gbit)
+((${#validate_buckets[@]} > 0)) || validate_buckets=(1 4)
+((!validate || ${#nets[@]} > 0)) || { echo "bench-scaling.sh: --validate needs --net" >&2; exit 2; }
 for value in "$steps" "$warmup" "$utterances" "$threads" "$rounds"; do
   [[ "$value" =~ ^[1-9][0-9]*$ ]] || { echo "bench-scaling.sh: '$value' is not a positive number" >&2; exit 2; }
 done
@@ -134,7 +151,9 @@ common=("$root/scripts/configs/small.yaml" --data.valid_manifest= --batching.mod
   --validation.every_steps=0 --checkpoint.every_steps=0 --checkpoint.resume=never)
 one_bucket=(--distributed.bucket_mb=4096 --distributed.first_bucket_mb=4096)
 results="$out/results.jsonl"
+validation="$out/validation.jsonl"
 : >"$results"
+: >"$validation"
 
 # machine_counters: the machine's "cpu" line of /proc/stat, its count of
 # context switches (ctxt) and the time, on one line.
@@ -246,6 +265,7 @@ stop_net() { bash "$root/scripts/fake-cluster-net.sh" stop --name "$net"; }
 net_round() {
   local nodes="$1" ranks_per_node="$2"
   local ranks=$((nodes * ranks_per_node)) tag="net$1x$2"
+  ((${#rates[@]} == 1)) || tag+="-$rate"
   local group="$nodes fake nodes x $ranks_per_node ranks, $rate links (tbf, no added delay)"
   trap stop_net EXIT
   bash "$root/scripts/fake-cluster-net.sh" start "$nodes" --rate "$rate" --name "$net" >"$out/net.log"
@@ -262,6 +282,12 @@ shift
 exec nsenter "--net=/run/netns/$net-node\$node" unshare --uts bash -c 'hostname "\$0" && exec "\$@"' "node\$node" "\$@"
 EOF
   chmod +x "$enter"
+  if ((validate)); then
+    validate_round "$nodes" "$ranks_per_node" "$tag" "$group" "${fake[@]}"
+    stop_net
+    trap - EXIT
+    return
+  fi
   alone "$tag-compute" "$group" "$ranks" "$enter" -- --data.train_manifest="$out/equal.tsv"
   train "$tag-flat" "$group" flat "$ranks" 1 "${fake[@]}" -- --data.train_manifest="$out/equal.tsv"
   train "$tag-flat-1bucket" "$group" flat-1bucket "$ranks" 1 "${fake[@]}" -- \
@@ -280,6 +306,53 @@ EOF
   trap - EXIT
 }
 
+# link_gbit: the TCP payload rate node1 -> node2 of the network now started,
+# in Gbit/s, from a transfer of about one second at the link's rate.
+link_gbit() {
+  local size seconds
+  size=$(/usr/bin/python3 -c 'import re, sys
+value, unit = re.fullmatch(r"([0-9.]+)([kmg]?)bit", sys.argv[1]).groups()
+print(int(float(value) * {"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[unit] / 8))' "$rate")
+  ip netns exec "$net-node2" /usr/bin/python3 "$root/scripts/net-transfer.py" receive \
+    10.201.0.2 "$size" &
+  local receiver=$!
+  seconds=$(ip netns exec "$net-node1" /usr/bin/python3 "$root/scripts/net-transfer.py" send \
+    10.201.0.2 "$size")
+  wait "$receiver"
+  /usr/bin/python3 -c 'import sys; print(f"{int(sys.argv[1]) * 8 / float(sys.argv[2]) / 1e9:.4f}")' \
+    "$size" "$seconds"
+}
+
+# validate_round N R TAG GROUP LAUNCHER...: the step model's validation runs
+# on the network started for N nodes of R ranks (see --validate).
+validate_round() {
+  local nodes="$1" ranks_per_node="$2" tag="$3" group="$4"
+  shift 4
+  local link bucket kind name
+  link=$(link_gbit)
+  echo "  $tag at $rate: the link carries $link Gbit/s" >&2
+  local kinds=(flat)
+  ((ranks_per_node == 1)) || kinds+=(hierarchical)
+  for bucket in "${validate_buckets[@]}"; do
+    for kind in "${kinds[@]}"; do
+      name="$tag-$kind-${bucket}mb"
+      local extra=(--distributed.hierarchical=false) algorithm=mpi-flat
+      [[ $kind == flat ]] || { extra=(--distributed.hierarchical=true); algorithm=mpi-hier; }
+      train "$name" "$group" "validate-$kind" $((nodes * ranks_per_node)) 1 "$@" -- \
+        --data.train_manifest="$out/equal.tsv" --output.timeline=true \
+        --distributed.bucket_mb="$bucket" "${extra[@]}"
+      /usr/bin/python3 "$root/scripts/step-model.py" validate --timeline "$out/$name/metrics.jsonl" \
+        --skip "$warmup" --nodes "$nodes" --ranks-per-node "$ranks_per_node" \
+        --inter-measured-gbit "$link" --bucket-mb "$bucket" --algorithm "$algorithm" |
+        /usr/bin/python3 -c 'import json, sys
+row = json.load(sys.stdin)
+row.update(zip(["run", "round", "nodes", "ranks_per_node", "rate", "link_gbit", "bucket_mb"], sys.argv[1:]))
+print(json.dumps(row))' "$name" "$round" "$nodes" "$ranks_per_node" "$rate" "$link" "$bucket" \
+        >>"$validation"
+    done
+  done
+}
+
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 started=$(date -u '+%Y-%m-%d %H:%M UTC')
 echo "small preset, $steps steps per run (figures from steps $((warmup + 1))-$steps), $rounds round(s);" \
@@ -287,7 +360,9 @@ echo "small preset, $steps steps per run (figures from steps $((warmup + 1))-$st
 for ((round = 1; round <= rounds; ++round)); do
   if ((local_runs)); then local_round; fi
   for spec in ${nets[@]+"${nets[@]}"}; do
-    if [[ "$spec" == *x* ]]; then net_round "${spec%x*}" "${spec#*x}"; else net_round "$spec" 1; fi
+    for rate in "${rates[@]}"; do
+      if [[ "$spec" == *x* ]]; then net_round "${spec%x*}" "${spec#*x}"; else net_round "$spec" 1; fi
+    done
   done
 done
 load_after=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -403,4 +478,26 @@ with open(markdown, "w") as out:
                   f"| {fmt(row['ctxt_per_s'], '.0f', True)} |\n")
     out.write("\n" + "".join(f"- {note}\n" for note in notes))
 EOF
+if ((validate)); then
+  /usr/bin/python3 - "$validation" "$out/validation.md" "$conditions" <<'EOF' | tee "$out/validation.txt"
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+def error(predicted, measured):
+    return f"{100 * (predicted - measured) / measured:+.0f}" if measured > 0 else "-"
+lines = [f"Measured {sys.argv[3]}; predicted by scripts/step-model.py from each run's timeline "
+         "and the link measured.", "",
+         "| run | nodes x ranks | link rate | link measured Gbit/s | bucket MB "
+         "| step ms predicted | measured | error % | exposed ms predicted | measured | error % |",
+         "|---|---|---|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    lines.append(
+        f"| {r['run']} | {r['nodes']} x {r['ranks_per_node']} | {r['rate']} | {float(r['link_gbit']):.3f} "
+        f"| {r['bucket_mb']} | {r['predicted_step_ms']:.0f} | {r['measured_step_ms']:.0f} "
+        f"| {error(r['predicted_step_ms'], r['measured_step_ms'])} "
+        f"| {r['predicted_exposed_ms']:.1f} | {r['measured_exposed_ms']:.1f} "
+        f"| {error(r['predicted_exposed_ms'], r['measured_exposed_ms'])} |")
+open(sys.argv[2], "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+EOF
+fi
 echo "load average after: $load_after; logs and metrics in $out; the table as Markdown in $out/table.md"

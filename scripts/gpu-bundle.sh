@@ -29,7 +29,12 @@
 # The folder must stay under 60 MiB (it travels with the working tree, 64 MiB
 # in all); the script fails when it does not.
 #
-# Usage: scripts/gpu-bundle.sh [--build-dir DIR] [--out DIR] [--no-build]
+# --emulated packs, under the same names, the programs built on the SIMT
+# emulator (mpiasr_emu, cuda_kernels_test_emu, ...; MPIASR_CUDA_EMU) for the
+# GPU check's rehearsal (tests/integration/gpu_rehearsal.sh); it needs no
+# nvcc.
+#
+# Usage: scripts/gpu-bundle.sh [--build-dir DIR] [--out DIR] [--no-build] [--emulated]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 
@@ -38,12 +43,13 @@ die() {
   exit 1
 }
 
-build_dir="" out="$root/gpu-bundle" build=1
+build_dir="" out="$root/gpu-bundle" build=1 emulated=0
 while (($#)); do
   case "$1" in
     --build-dir) build_dir="${2:?--build-dir needs a folder}"; shift 2 ;;
     --out) out="${2:?--out needs a folder}"; shift 2 ;;
     --no-build) build=0; shift ;;
+    --emulated) emulated=1; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -51,14 +57,26 @@ done
 start=$(date +%s)
 note() { echo "gpu-bundle.sh [$(($(date +%s) - start)) s]: $*"; }
 
-nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
-[[ -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
-[[ -x "$nvcc" ]] || die "no nvcc (looked at \$CUDACXX, /usr/local/cuda/bin/nvcc and PATH)"
-cuda_root="$(readlink -f "$(dirname "$nvcc")/..")"
-
 tests=(cuda_kernels_test cuda_training_test nccl_test offset_allocator_test)
 benches=(cuda_ops_bench cuda_train_bench)
 programs=(mpiasr "${tests[@]}" "${benches[@]}")
+# The build's file of each program packed: itself, or with --emulated its
+# emulated build.
+declare -A built_as=()
+suffix=""
+((emulated)) && suffix=_emu
+for program in "${programs[@]}"; do
+  built_as[$program]=$program$suffix
+done
+
+if ((emulated)); then
+  nvcc="" cuda_root="$(readlink -f /usr/local/cuda 2> /dev/null || true)"
+else
+  nvcc="${CUDACXX:-/usr/local/cuda/bin/nvcc}"
+  [[ -x "$nvcc" ]] || nvcc="$(command -v nvcc || true)"
+  [[ -x "$nvcc" ]] || die "no nvcc (looked at \$CUDACXX, /usr/local/cuda/bin/nvcc and PATH)"
+  cuda_root="$(readlink -f "$(dirname "$nvcc")/..")"
+fi
 
 # The CUDA architectures a program holds machine code for: each cubin in its
 # fatbin records the ptxas options it was made with ("-arch sm_90 -m 64");
@@ -72,7 +90,8 @@ has_sm90() {
 }
 
 if [[ -z "$build_dir" ]]; then
-  if [[ -f "$root/build/CMakeCache.txt" && -x "$root/build/mpiasr" ]] && has_sm90 "$root/build/mpiasr"; then
+  if ((emulated)) || [[ -f "$root/build/CMakeCache.txt" && -x "$root/build/mpiasr" ]] &&
+    has_sm90 "$root/build/mpiasr"; then
     build_dir="$root/build"
   else
     build_dir="$root/build-gpu-bundle"
@@ -91,18 +110,20 @@ if ((build)); then
       "${launcher[@]}" > "$build_dir/gpu-bundle-configure.log" ||
       { cat "$build_dir/gpu-bundle-configure.log"; die "configure failed"; }
   fi
-  note "build ${programs[*]} in $build_dir"
-  cmake --build "$build_dir" -j "$(nproc)" --target "${programs[@]}" > "$build_dir/gpu-bundle-build.log" 2>&1 ||
+  note "build ${built_as[*]} in $build_dir"
+  cmake --build "$build_dir" -j "$(nproc)" --target "${built_as[@]}" > "$build_dir/gpu-bundle-build.log" 2>&1 ||
     { tail -40 "$build_dir/gpu-bundle-build.log"; die "build failed (log: $build_dir/gpu-bundle-build.log)"; }
 fi
 grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$build_dir/CMakeCache.txt" ||
   die "$build_dir is not a Release build"
 # Every program with CUDA code (the allocator test has none) holds sm_90's.
 for program in "${programs[@]}"; do
-  [[ -x "$build_dir/$program" ]] || die "$build_dir/$program is not built (a CUDA build is needed)"
-  archs="$(cubin_archs "$build_dir/$program")"
-  if [[ -n "$archs" || "$program" == mpiasr ]] && ! has_sm90 "$build_dir/$program"; then
-    die "$build_dir/$program holds no sm_90 code (it has: ${archs:-none})"
+  file="$build_dir/${built_as[$program]}"
+  [[ -x "$file" ]] || die "$file is not built (a CUDA build is needed)"
+  ((emulated)) && continue
+  archs="$(cubin_archs "$file")"
+  if [[ -n "$archs" || "$program" == mpiasr ]] && ! has_sm90 "$file"; then
+    die "$file holds no sm_90 code (it has: ${archs:-none})"
   fi
 done
 
@@ -114,7 +135,7 @@ mkdir -p "$payload"/{bin,lib/openmpi,lib/pmix,lib/hwloc,share,etc,configs,corpus
 # ---- programs and the OpenMPI runtime ------------------------------------------------------
 note "programs"
 for program in "${programs[@]}"; do
-  strip --strip-unneeded -o "$payload/bin/$program" "$build_dir/$program"
+  strip --strip-unneeded -o "$payload/bin/$program" "$build_dir/${built_as[$program]}"
 done
 ompi_path() { ompi_info --path "$1" --parsable | sed -n "s/^path:$1://p"; }
 ompi_bindir="$(ompi_path bindir)"
@@ -193,7 +214,7 @@ for split in train valid test; do
     cp "$corpus/$audio" "$payload/corpus/$audio"
   done
 done
-"$build_dir/mpiasr" prepare "$root/scripts/configs/tiny.yaml" \
+"$build_dir/${built_as[mpiasr]}" prepare "$root/scripts/configs/tiny.yaml" \
   --data.train_manifest="$payload/corpus/train.tsv" --data.valid_manifest="$payload/corpus/valid.tsv" \
   --data.test_manifest="$payload/corpus/test.tsv" --output.dir="$stage/prepare" \
   > "$build_dir/gpu-bundle-prepare.log" 2>&1 ||
@@ -208,10 +229,18 @@ cp "$root/scripts/gpu-bundle/run.sh" "$stage/run.sh"
 {
   echo "mpiasr GPU bundle, packed $(date -u '+%Y-%m-%d %H:%M UTC') by scripts/gpu-bundle.sh"
   echo "source: $(git -C "$root" describe --always --dirty 2> /dev/null || echo unknown)"
-  echo "build: $build_dir (Release; CUDA $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  if ((emulated)); then
+    echo "build: $build_dir (Release; the SIMT emulator's programs, CUDA computed on the CPU)"
+  else
+    echo "build: $build_dir (Release; CUDA $("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  fi
   for program in "${programs[@]}"; do
-    archs="$(cubin_archs "$build_dir/$program")"
-    printf '  %-22s %s\n' "$program" "${archs:+machine code for }${archs:-no CUDA kernels}"
+    if ((emulated)); then
+      printf '  %-22s %s\n' "$program" "${built_as[$program]}"
+    else
+      archs="$(cubin_archs "$build_dir/$program")"
+      printf '  %-22s %s\n' "$program" "${archs:+machine code for }${archs:-no CUDA kernels}"
+    fi
   done
   echo "bundled libraries (${#bundled[@]}):"
   for soname in $(printf '%s\n' "${!bundled[@]}" | sort); do

@@ -381,6 +381,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(output, dir),
       MPIASR_KEY(output, metrics_file),
       MPIASR_KEY(output, batch_log),
+      MPIASR_KEY(output, timeline),
   };
   return table;
 }

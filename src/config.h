@@ -255,6 +255,12 @@ struct OutputConfig {
   // their target token ids, to replay the run elsewhere
   // (scripts/pytorch/train_reference.py) or find the batch behind a spike.
   bool batch_log = false;
+  // Per step, a "timeline" line in the metrics file with every rank's times
+  // (ms from the step's start): data, forward + backward, the wait in the
+  // gradient all-reduce, the optimizer, and each bucket's bytes and when it
+  // was ready, started and ended (DESIGN.md "The step's timeline"); what
+  // scripts/step-model.py reads. Off: nothing is recorded.
+  bool timeline = false;
 
   bool operator==(const OutputConfig&) const = default;
 };

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <sstream>
 
 #include "io/audio.h"
 #include "mpi/collectives.h"
@@ -35,20 +36,26 @@ std::vector<std::vector<size_t>> evaluation_batches(const std::vector<double>& d
   return batches;
 }
 
+std::string non_finite_logprobs(const float* rows, size_t frames, int V, int first_frame) {
+  const size_t n = frames * size_t(V);
+  const float* bad = std::find_if(rows, rows + n, [](float x) { return !std::isfinite(x); });
+  if (bad == rows + n) return "";
+  std::ostringstream what;
+  what << "the model's log-probabilities are not finite (" << *bad << " at output frame "
+       << first_frame + (bad - rows) / V << "): its weights are broken (a model that diverged?)";
+  return what.str();
+}
+
 void check_finite_logprobs(const std::vector<float>& logprobs, const std::vector<int32_t>& lengths,
                            int T2, int V, const Batch& batch, const Manifest& manifest) {
   for (int b = 0; b < batch.batch_size; ++b) {
-    const float* utterance = logprobs.data() + size_t(b) * T2 * V;
-    const size_t n = size_t(lengths[size_t(b)]) * V;
-    const float* bad =
-        std::find_if(utterance, utterance + n, [](float x) { return !std::isfinite(x); });
-    if (bad == utterance + n) continue;
+    const std::string bad =
+        non_finite_logprobs(logprobs.data() + size_t(b) * T2 * V, size_t(lengths[size_t(b)]), V, 0);
+    if (bad.empty()) continue;
     const Utterance& u = manifest.utterances[batch.utterance_indices[size_t(b)]];
-    MPIASR_FAIL(ExitCode::kNonFinite,
-                "utterance " << u.id << " (" << u.audio_path << ", " << manifest.path << ":"
-                             << u.line << "): the model's log-probabilities are not finite ("
-                             << *bad << " at output frame " << (bad - utterance) / V
-                             << "): its weights are broken (a model that diverged?)");
+    MPIASR_FAIL(ExitCode::kNonFinite, "utterance " << u.id << " (" << u.audio_path << ", "
+                                                   << manifest.path << ":" << u.line
+                                                   << "): " << bad);
   }
 }
 

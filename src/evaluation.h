@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "io/fbank.h"
+#include "io/feature_stream.h"
 #include "io/loader.h"
 #include "io/manifest.h"
 #include "io/text_normalize.h"
@@ -63,6 +64,10 @@ struct EvaluationTotals {
   double loss_per_token() const { return tokens > 0 ? loss / tokens : 0.0; }
 };
 
+// "" when the log-probs rows [frames, V] (output frames first_frame, ...)
+// are all finite, else what is wrong, naming the first value that is not.
+std::string non_finite_logprobs(const float* rows, size_t frames, int V, int first_frame);
+
 // Throws Error(kNonFinite) naming the first utterance of `batch` whose
 // log-probabilities ([B, T2, V], lengths[b] frames valid) are not all finite:
 // the weights are broken (a model that diverged), and the decoding would
@@ -89,8 +94,12 @@ using BatchOutputs = std::function<void(const Batch& batch, const std::vector<fl
 // Decodes `batches` of `manifest` with `model`, greedily or with
 // `beam_search` when not null; loader must be built over the same manifest
 // and tokenizer. An utterance longer than windowing.seconds (alone in its
-// batch) is decoded in windows (src/chunked_decoding.h). Appends each
-// utterance's hypothesis to `hypotheses` when not null.
+// batch) is decoded in windows (src/chunked_decoding.h) from features
+// streamed as its windows need them (io/feature_stream.h), its greedy
+// decoding and loss taken as its log-probs come (the beam search keeps its
+// log-probs whole); with `outputs`, which sees whole batches, it goes
+// through the loader whole. Appends each utterance's hypothesis to
+// `hypotheses` when not null.
 template <typename Act, typename Acc>
 EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           std::vector<std::vector<size_t>> batches, const Manifest& manifest,
@@ -100,13 +109,70 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           const CtcBeamSearch* beam_search = nullptr,
                           const BatchOutputs& outputs = {}) {
   EvaluationTotals totals;
+  const int V = model.config().vocab_size;
+  const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
+  auto record = [&](size_t utterance, const std::vector<int32_t>& tokens, double loss,
+                    int target_length) {
+    Hypothesis hypothesis;
+    hypothesis.utterance = utterance;
+    hypothesis.feasible = std::isfinite(loss);
+    if (hypothesis.feasible) {
+      totals.loss += loss;
+      totals.tokens += target_length;
+    } else {
+      totals.infeasible += 1;
+    }
+    hypothesis.text = normalize_text(
+        tokenizer.decode(std::vector<int>(tokens.begin(), tokens.end())), kCollapseSpaces);
+    hypothesis.errors.add(manifest.utterances[utterance].transcript, hypothesis.text);
+    totals.errors.merge(hypothesis.errors);
+    if (hypotheses) hypotheses->push_back(std::move(hypothesis));
+  };
+
+  // Utterances over the window come first (the batches are longest first).
+  size_t streamed = 0;
+  for (; !outputs && streamed < batches.size(); ++streamed) {
+    const size_t utterance = batches[streamed][0];
+    if (batches[streamed].size() > 1 ||
+        manifest.utterances[utterance].duration <= windowing.seconds) {
+      break;
+    }
+    const std::vector<int32_t>& target = loader.tokens(utterance);
+    std::vector<int32_t> tokens;
+    double loss = 0;
+    loader.stream_features(utterance, [&](FeatureStream& stream) {
+      const int T2 = subsampled_frames(stream.frames());
+      CtcForwardLoss forward(target, T2);
+      CtcGreedyStream greedy;
+      std::vector<float> logprobs;  // whole, for the beam search
+      decode_in_windows(
+          model, stream.frames(), loader.fbank().options().n_mels, windowing, utterance,
+          [&](int first, int end) { return stream.features(first, end); },
+          [&](const float* rows, int first, int count) {
+            const std::string bad = non_finite_logprobs(rows, count, V, first);
+            if (!bad.empty()) throw Error(ExitCode::kNonFinite, bad);
+            forward.push(rows, count, V);
+            if (beam_search) {
+              logprobs.insert(logprobs.end(), rows, rows + size_t(count) * size_t(V));
+            } else {
+              greedy.push(rows, count, V);
+            }
+          });
+      loss = forward.loss();
+      tokens = beam_search ? beam_search->decode(logprobs.data(), T2).tokens : greedy.tokens();
+      totals.audio_seconds += double(stream.samples()) / loader.fbank().options().sample_rate;
+    });
+    record(utterance, tokens, loss, int(target.size()));
+    totals.utterances += 1;
+    if (progress) progress(size_t(totals.utterances));
+  }
+  batches.erase(batches.begin(), batches.begin() + ptrdiff_t(streamed));
+
   loader.start_epoch(0, std::move(batches));
   Batch batch;
   std::vector<float> logprobs;
   std::vector<int32_t> lengths;
   std::vector<double> losses;
-  const int V = model.config().vocab_size;
-  const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
   while (loader.next(batch)) {
     const int B = batch.batch_size, T2 = model.output_frames(batch.max_frames);
     losses.assign(size_t(B), std::numeric_limits<double>::infinity());
@@ -135,22 +201,8 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
       }
     }
     for (int b = 0; b < B; ++b) {
-      const size_t utterance = batch.utterance_indices[size_t(b)];
-      Hypothesis hypothesis;
-      hypothesis.utterance = utterance;
-      hypothesis.feasible = std::isfinite(losses[size_t(b)]);
-      if (hypothesis.feasible) {
-        totals.loss += losses[size_t(b)];
-        totals.tokens += batch.target_lengths[size_t(b)];
-      } else {
-        totals.infeasible += 1;
-      }
-      hypothesis.text = normalize_text(
-          tokenizer.decode(std::vector<int>(decoded[size_t(b)].begin(), decoded[size_t(b)].end())),
-          kCollapseSpaces);
-      hypothesis.errors.add(manifest.utterances[utterance].transcript, hypothesis.text);
-      totals.errors.merge(hypothesis.errors);
-      if (hypotheses) hypotheses->push_back(std::move(hypothesis));
+      record(batch.utterance_indices[size_t(b)], decoded[size_t(b)], losses[size_t(b)],
+             batch.target_lengths[size_t(b)]);
     }
     totals.utterances += B;
     totals.audio_seconds += batch.audio_seconds;

@@ -36,6 +36,9 @@ class GradientSync {
   virtual void on_grads_ready(size_t offset, size_t count) = 0;
   virtual void finish() = 0;
   virtual double last_comm_cpu_seconds() const = 0;
+  // The last step's buckets, in index order, when the reducer was made to
+  // record them (output.timeline); empty otherwise.
+  virtual std::vector<mpi::BucketTimes> last_timeline() const = 0;
   // Sharded only: rank `rank`'s pieces, with their place in its optimizer state.
   virtual std::vector<OptimizerRange> shard_ranges(int rank) const = 0;
   // Sharded only: *value (a double where the gradients live) summed over ranks.
@@ -58,6 +61,7 @@ class ReducerSync final : public GradientSync {
   }
   void finish() override { reducer_.finish(); }
   double last_comm_cpu_seconds() const override { return reducer_.last_comm_cpu_seconds(); }
+  std::vector<mpi::BucketTimes> last_timeline() const override { return reducer_.last_timeline(); }
   std::vector<OptimizerRange> shard_ranges(int rank) const override {
     std::vector<OptimizerRange> ranges;
     for (const mpi::BucketPlan::ShardPiece& piece : reducer_.plan().shard_pieces(size_t(rank))) {
@@ -73,8 +77,8 @@ class ReducerSync final : public GradientSync {
 };
 
 // The MPI reducer's options from distributed.* (bucket sizes in MiB,
-// hierarchical, sharded for zero_stage 1, 16-bit messages), its ranges aligned to the
-// parameter store's padding.
+// hierarchical, sharded for zero_stage 1, 16-bit messages, output.timeline), its
+// ranges aligned to the parameter store's padding.
 inline mpi::ReducerOptions reducer_options(const Config& config) {
   mpi::ReducerOptions reducer;
   reducer.bucket_bytes = size_t(config.distributed.bucket_mb * (1 << 20));
@@ -82,6 +86,7 @@ inline mpi::ReducerOptions reducer_options(const Config& config) {
   reducer.hierarchical = config.distributed.hierarchical;
   reducer.range_alignment = kParameterAlignment;
   reducer.shard = config.distributed.zero_stage == 1;
+  reducer.record_timeline = config.output.timeline;
   if (config.distributed.allreduce_dtype == AllreduceDtype::kBf16) {
     reducer.half_wire = mpi::HalfWire::kBf16;
   } else if (config.distributed.allreduce_dtype == AllreduceDtype::kFp16) {

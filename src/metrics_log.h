@@ -4,6 +4,8 @@
 //   {"kind":"train","step":120,"epoch":1.37,"loss":0.84,"lr":0.0012,"grad_norm":2.3,
 //    "utt_per_s":41.2,"audio_s_per_s":160.5,"elapsed_s":95.2}
 //   {"kind":"valid","step":500,"loss":0.61,"cer":0.082,"wer":0.231,"elapsed_s":402.7}
+//   {"kind":"timeline","step":120,"ranks":[{"rank":0,"step_ms":702.1,...},...]}
+// (timeline lines with output.timeline, DESIGN.md "The step's timeline").
 // elapsed_s is the wall time trained when the line was written, earlier runs
 // of a resumed training included (what training.max_minutes limits).
 //

@@ -86,6 +86,7 @@ TrainResult train_with(const Config& config, mpi::Context& ctx, const TrainOptio
     reducer.first_bucket_bytes = size_t(config.distributed.first_bucket_mb * (1 << 20));
     reducer.range_alignment = kParameterAlignment;
     reducer.shard = config.distributed.zero_stage == 1;
+    reducer.record_timeline = config.output.timeline;
     const AllreduceDtype wire = config.distributed.allreduce_dtype;
     reducer.wire = wire == AllreduceDtype::kBf16   ? ncclBfloat16
                    : wire == AllreduceDtype::kFp16 ? ncclFloat16

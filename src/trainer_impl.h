@@ -96,11 +96,31 @@ class Trainer {
   // optimizer and scaler state into state_ and the sums into interval_.
   void read_step_state();
   void log_progress();
+  // output.timeline: appends the step that began at `begin` to interval_.timeline.
+  void record_timeline(Clock::time_point begin, Clock::time_point compute_begin,
+                       Clock::time_point backward_end, Clock::time_point wait_end);
+  // output.timeline: writes the interval's steps, every rank's times, as
+  // "timeline" lines (collective).
+  void write_timelines();
   // The batch log's line for micro-batch `micro` of `step`.
   nlohmann::json batch_record(const Batch& batch, int64_t step, int micro) const;
   // Returns whether the validation CER improved on the best so far.
   bool validate();
   void save_checkpoint();
+  // 1 when this rank was started by a launcher (mpirun, srun) that is gone
+  // (src/stop_signal.h), else 0; summed over ranks, so all stop together.
+  double launcher_gone() const {
+    return ctx_.world_size() > 1 && StopSignals::parent_changed() ? 1.0 : 0.0;
+  }
+  // Ends every rank (all call it together) without a checkpoint: its log
+  // line would be lost with the launcher's output.
+  [[noreturn]] void stop_without_launcher(const std::string& where) const {
+    throw mpi::CollectiveError(
+        ExitCode::kDistributed,
+        "the launcher is gone (mpirun or srun ended; this rank's parent process changed), so "
+        "nothing the run logs is seen: stopped " +
+            where + " without writing a checkpoint; resume from the last one logged");
+  }
   // The optimizer's state by name on the writer ranks (empty elsewhere);
   // sharded, every rank's pieces are gathered to them (collective).
   NamedTensors optimizer_state_for_writers();
@@ -164,6 +184,8 @@ class Trainer {
     // (not hidden), this rank's.
     std::vector<double> step_comm_waits;
     double comm_cpu = 0;  // CPU time of the reducer's communication thread
+    // output.timeline: per step, this rank's times and its buckets' (record_timeline).
+    std::vector<double> timeline;
   } interval_;
   double loader_cpu_before_ = 0;  // the train loader's worker CPU time at the last progress line
   int64_t step_at_clear_ = 0;     // state_.step when the control's sums were last cleared
@@ -458,7 +480,12 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     if (log_now || validate_now || checkpoint_due) read_step_state();
     if (log_now) log_progress();
     const bool improved = validate_now && validate();
-    if (checkpoint_due || improved) save_checkpoint();
+    if (checkpoint_due || improved) {
+      double gone = launcher_gone();
+      mpi::allreduce_sum_inplace(ctx_, &gone, 1, "launcher check");
+      if (gone > 0) stop_without_launcher("before the checkpoint of step " + std::to_string(step));
+      save_checkpoint();
+    }
     if (stopping) {
       result.stop_signal = stop ? StopSignals::received() : 0;
       log_ << "stopped after step " << step << "; run the same command again to resume\n";
@@ -501,9 +528,10 @@ bool Trainer<Act, Acc>::train_step() {
   ctx_.set_step(state_.step + 1);
   const int micro = int(std::min<int64_t>(config_.training.accumulation,
                                           state_.batches_in_epoch - state_.batch_in_epoch));
-  // Tokens, stop requests, ranks that found the time budget spent.
-  double counts[3] = {0, StopSignals::received() ? 1.0 : 0.0,
-                      has_time_budget() && time_left() <= 0 ? 1.0 : 0.0};
+  // Tokens, stop requests, ranks that found the time budget spent, ranks
+  // whose launcher is gone.
+  double counts[4] = {0, StopSignals::received() ? 1.0 : 0.0,
+                      has_time_budget() && time_left() <= 0 ? 1.0 : 0.0, launcher_gone()};
   for (int i = 0; i < micro; ++i) {
     Batch& batch = micro_batches_[size_t(i)];
     MPIASR_CHECK(train_loader_->next(batch), "the loader ended epoch "
@@ -512,7 +540,9 @@ bool Trainer<Act, Acc>::train_step() {
     for (int b = 0; b < batch.batch_size; ++b) counts[0] += batch.target_lengths[size_t(b)];
     if (batch_log_) batch_log_->write(batch_record(batch, state_.step + 1, i));
   }
-  mpi::allreduce_sum_inplace(ctx_, counts, 3, "step token count");
+  mpi::allreduce_sum_inplace(ctx_, counts, 4, "step token count");
+  if (counts[3] > 0) stop_without_launcher("before step " + std::to_string(state_.step + 1));
+  const Clock::time_point compute_begin = Clock::now();
   time_spent_ = counts[2] > 0;
   const double loss_divisor = std::max(counts[0], 1.0);
 
@@ -550,13 +580,14 @@ bool Trainer<Act, Acc>::train_step() {
     interval_.utterances += batch.batch_size;
     interval_.audio_seconds += batch.audio_seconds;
   }
+  const Clock::time_point backward_end = Clock::now();
   if (reducer_) {
-    const Clock::time_point wait_begin = Clock::now();
     reducer_->finish();
     interval_.step_comm_waits.push_back(
-        std::chrono::duration<double>(Clock::now() - wait_begin).count());
+        std::chrono::duration<double>(Clock::now() - backward_end).count());
     interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
+  const Clock::time_point wait_end = Clock::now();
 
   // Norm, loss-scaler and clip decisions and AdamW, all where the gradients
   // are (kernels/step_control.h); sharded, each rank updates its pieces and
@@ -579,7 +610,70 @@ bool Trainer<Act, Acc>::train_step() {
     state_.batches_in_epoch = int64_t(sampler_->batches_per_epoch(state_.epoch));
   }
   interval_.seconds += std::chrono::duration<double>(Clock::now() - begin).count();
+  if (config_.output.timeline) record_timeline(begin, compute_begin, backward_end, wait_end);
   return counts[1] > 0;
+}
+
+namespace trainer_detail {
+
+// One rank's step in interval_.timeline: these fields, then each bucket's
+// bytes and these times (all times in ms from the step's start).
+constexpr const char* kStepTimes[] = {"step_ms", "data_ms", "forward_backward_ms", "comm_wait_ms",
+                                      "optimizer_ms"};
+constexpr const char* kBucketTimes[] = {"ready_ms", "start_ms", "end_ms"};
+
+}  // namespace trainer_detail
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::record_timeline(Clock::time_point begin, Clock::time_point compute_begin,
+                                        Clock::time_point backward_end,
+                                        Clock::time_point wait_end) {
+  const auto ms = [begin](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(t - begin).count();
+  };
+  const Clock::time_point end = Clock::now();
+  std::vector<double>& out = interval_.timeline;
+  for (double value : {ms(end), ms(compute_begin), ms(backward_end) - ms(compute_begin),
+                       ms(wait_end) - ms(backward_end), ms(end) - ms(wait_end)}) {
+    out.push_back(value);
+  }
+  if (!reducer_) return;
+  for (const mpi::BucketTimes& bucket : reducer_->last_timeline()) {
+    for (double value :
+         {double(bucket.bytes), ms(bucket.ready), ms(bucket.start), ms(bucket.end)}) {
+      out.push_back(value);
+    }
+  }
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::write_timelines() {
+  using trainer_detail::kBucketTimes;
+  using trainer_detail::kStepTimes;
+  const std::vector<double> all =
+      mpi::gather_to_receivers(ctx_, interval_.timeline, ctx_.is_main(), "timeline gather");
+  if (!ctx_.is_main()) return;
+  const size_t steps = size_t(interval_.steps);
+  const size_t per_step = interval_.timeline.size() / std::max<size_t>(steps, 1);
+  const size_t buckets = (per_step - std::size(kStepTimes)) / (1 + std::size(kBucketTimes));
+  for (size_t s = 0; s < steps; ++s) {
+    nlohmann::json ranks = nlohmann::json::array();
+    for (int rank = 0; rank < ctx_.world_size(); ++rank) {
+      const double* values = all.data() + size_t(rank) * interval_.timeline.size() + s * per_step;
+      nlohmann::json times = {{"rank", rank}};
+      for (const char* name : kStepTimes) times[name] = *values++;
+      times["bucket_bytes"] = nlohmann::json::array();
+      for (const char* name : kBucketTimes) times[name] = nlohmann::json::array();
+      for (size_t b = 0; b < buckets; ++b) {
+        times["bucket_bytes"].push_back(int64_t(*values++));
+        for (const char* name : kBucketTimes) times[name].push_back(*values++);
+      }
+      ranks.push_back(std::move(times));
+    }
+    metrics_->write({{"kind", "timeline"},
+                     {"step", state_.step - interval_.steps + int64_t(s) + 1},
+                     {"ranks", std::move(ranks)}});
+  }
 }
 
 template <typename Act, typename Acc>
@@ -673,6 +767,7 @@ void Trainer<Act, Acc>::log_progress() {
     for (double wait : waits) comm_exposed_ms += 1e3 * wait;
     comm_exposed_ms /= double(std::max<size_t>(waits.size(), 1));
   }
+  if (config_.output.timeline) write_timelines();
   const double elapsed = std::chrono::duration<double>(Clock::now() - start_time_).count();
   double eta =
       elapsed / double(state_.step - start_step_) * double(state_.total_steps - state_.step);

@@ -91,4 +91,43 @@ template void cpu_ctc_loss<float>(double*, float*, const float*, const int32_t*,
 template void cpu_ctc_loss<double>(double*, double*, const double*, const int32_t*, const int32_t*,
                                    const int32_t*, const double*, int, int, int);
 
+CtcForwardLoss::CtcForwardLoss(std::vector<int32_t> target, int frames)
+    : target_(std::move(target)),
+      frames_(frames),
+      alpha_(2 * target_.size() + 1, log_zero<double>()),
+      next_(alpha_.size(), log_zero<double>()) {}
+
+void CtcForwardLoss::push(const float* logprobs, int count, int V) {
+  MPIASR_CHECK(
+      count >= 0 && pushed_ + count <= frames_,
+      "CTC forward loss: " << count << " frames pushed after " << pushed_ << " of " << frames_);
+  const int L = int(target_.size()), S = 2 * L + 1;
+  const int32_t* y = target_.data();
+  for (int i = 0; i < count; ++i) {
+    const float* lp = logprobs + size_t(i) * size_t(V);
+    const int t = pushed_ + i;
+    if (t == 0) {
+      alpha_[0] = lp[0];
+      if (L > 0) alpha_[1] = lp[y[0]];
+      continue;
+    }
+    std::fill(next_.begin(), next_.end(), log_zero<double>());
+    for (int s = ctc_window_begin(S, frames_, t); s < ctc_window_end(S, t); ++s)
+      next_[s] = ctc_alpha(alpha_.data(), y, s, double(lp[ctc_state_label(y, s)]));
+    alpha_.swap(next_);
+  }
+  pushed_ += count;
+}
+
+double CtcForwardLoss::loss() const {
+  MPIASR_CHECK(pushed_ == frames_,
+               "CTC forward loss: " << pushed_ << " of " << frames_ << " frames pushed");
+  const int L = int(target_.size()), S = 2 * L + 1;
+  const double inf = -log_zero<double>();
+  if (ctc_min_frames(target_.data(), L) > frames_) return inf;
+  if (frames_ == 0) return 0.0;
+  const double log_p = L > 0 ? log_add(alpha_[S - 1], alpha_[S - 2]) : alpha_[S - 1];
+  return log_p == log_zero<double>() ? inf : -log_p;
+}
+
 }  // namespace mpiasr

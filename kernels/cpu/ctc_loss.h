@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace mpiasr {
 
@@ -24,5 +25,23 @@ template <typename Real>
 void cpu_ctc_loss(double* losses, Real* dlogits, const Real* logprobs, const int32_t* targets,
                   const int32_t* target_lengths, const int32_t* input_lengths,
                   const double* grad_scale, int B, int T, int V);
+
+// The loss of one utterance whose log-probs arrive in pieces (decoded in
+// windows), by the forward recursion alone: what cpu_ctc_loss gives for it,
+// holding two rows of 2L + 1 states instead of every frame's.
+class CtcForwardLoss {
+ public:
+  // target [L] (tokens in [1, V)), over `frames` frames.
+  CtcForwardLoss(std::vector<int32_t> target, int frames);
+  // The next `count` frames, logprobs [count, V].
+  void push(const float* logprobs, int count, int V);
+  // -log p(y | x) once every frame is pushed, +inf when no alignment fits.
+  double loss() const;
+
+ private:
+  std::vector<int32_t> target_;
+  int frames_ = 0, pushed_ = 0;
+  std::vector<double> alpha_, next_;  // [2L + 1]: the last frame pushed
+};
 
 }  // namespace mpiasr

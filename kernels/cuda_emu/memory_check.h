@@ -9,11 +9,12 @@
 //
 // initcheck (the variable MPIASR_EMU_INITCHECK=1, or set_initcheck): every
 // device allocation made while it is on gets a bitmap of the bytes written
-// (by kernels, copies, memsets and cuBLASLt); a kernel that reads a byte
-// never written fails its launch with the kernel's name, the offset and the
-// size of the allocation. kernels/cuda is compiled with every load and store
-// a call (GCC's kernel-address instrumentation in its outline form), answered
-// here: the access is checked against AddressSanitizer's shadow as inline
+// (by kernels, copies, memsets, cuBLASLt and the emulated NCCL's
+// collectives); a kernel that reads a byte never written fails its launch
+// with the kernel's name, the offset and the size of the allocation.
+// kernels/cuda is compiled with every load and store a call (GCC's
+// kernel-address instrumentation in its outline form), answered here: the
+// access is checked against AddressSanitizer's shadow as inline
 // instrumentation would, then against the bitmap.
 #pragma once
 
@@ -38,7 +39,8 @@ void untrack_allocation(void* base);
 // [ptr, ptr + bytes) is handed out afresh (the device arena): filled with the
 // pattern and, under initcheck, never written.
 void fresh_device_range(void* ptr, size_t bytes);
-// [ptr, ptr + bytes) was written by a copy, a memset or cuBLASLt.
+// [ptr, ptr + bytes) was written by a copy, a memset, cuBLASLt or a collective
+// of the emulated NCCL.
 void mark_written(const void* ptr, size_t bytes);
 }  // namespace detail
 

@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
@@ -227,14 +228,38 @@ using mpiasr::emu::detail::stream_is_valid;
 
 // ---- device -------------------------------------------------------------------
 
+namespace {
+
+// MPIASR_EMU_DEVICES, else 1: the devices every process of the emulation sees.
+int device_count() {
+  static const int count = [] {
+    const char* value = std::getenv("MPIASR_EMU_DEVICES");
+    if (!value || !*value) return 1;
+    const int parsed = std::atoi(value);
+    if (parsed < 1 || parsed > 64) {
+      std::fprintf(stderr, "%s:%d: MPIASR_EMU_DEVICES=\"%s\" is not a number from 1 to 64\n",
+                   __FILE__, __LINE__, value);
+      std::exit(2);
+    }
+    return parsed;
+  }();
+  return count;
+}
+
+bool is_device(int device) {
+  return device >= 0 && device < device_count();
+}
+
+}  // namespace
+
 cudaError_t cudaGetDeviceCount(int* count) {
   if (!count) return result(cudaErrorInvalidValue);
-  *count = 1;
+  *count = device_count();
   return cudaSuccess;
 }
 
 cudaError_t cudaSetDevice(int device) {
-  if (device != 0) return result(cudaErrorInvalidDevice);
+  if (!is_device(device)) return result(cudaErrorInvalidDevice);
   current_device = device;
   return cudaSuccess;
 }
@@ -247,10 +272,10 @@ cudaError_t cudaGetDevice(int* device) {
 
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   if (!prop) return result(cudaErrorInvalidValue);
-  if (device != 0) return result(cudaErrorInvalidDevice);
+  if (!is_device(device)) return result(cudaErrorInvalidDevice);
   *prop = cudaDeviceProp{};
-  std::strncpy(prop->name, "mpiasr SIMT emulator (CPU)", sizeof prop->name - 1);
-  prop->totalGlobalMem = mpiasr::emu::kDeviceBytes;
+  std::strncpy(prop->name, mpiasr::emu::kPresentedName, sizeof prop->name - 1);
+  prop->totalGlobalMem = mpiasr::emu::kPresentedBytes;
   prop->sharedMemPerBlock = size_t(48) << 10;
   prop->warpSize = 32;
   prop->maxThreadsPerBlock = 1024;
@@ -258,15 +283,15 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->maxThreadsDim[2] = 64;
   prop->maxGridSize[0] = 0x7fffffff;
   prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
-  prop->major = 8;
+  prop->major = 9;
   prop->minor = 0;
-  prop->multiProcessorCount = 2;  // the OS threads that run blocks
+  prop->multiProcessorCount = 132;  // two OS threads run the blocks
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) {
   if (!value) return result(cudaErrorInvalidValue);
-  if (device != 0) return result(cudaErrorInvalidDevice);
+  if (!is_device(device)) return result(cudaErrorInvalidDevice);
   switch (attr) {
     case cudaDevAttrClockRate:
     case cudaDevAttrMemoryClockRate:
@@ -275,6 +300,25 @@ cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device) 
       return cudaSuccess;
   }
   return result(cudaErrorInvalidValue);
+}
+
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device) {
+  if (!bus_id || len < 1) return result(cudaErrorInvalidValue);
+  if (!is_device(device)) return result(cudaErrorInvalidDevice);
+  std::snprintf(bus_id, size_t(len), "0000:%02x:00.0", device + 1);
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDriverGetVersion(int* version) {
+  if (!version) return result(cudaErrorInvalidValue);
+  *version = 0;  // no driver
+  return cudaSuccess;
 }
 
 cudaError_t cudaDeviceSynchronize() {
@@ -321,7 +365,7 @@ cudaError_t cudaMemGetInfo(size_t* free_bytes, size_t* total_bytes) {
   if (!free_bytes || !total_bytes) return result(cudaErrorInvalidValue);
   State& s = state();
   std::lock_guard lock(s.mutex);
-  *total_bytes = mpiasr::emu::kDeviceBytes;
+  *total_bytes = mpiasr::emu::kPresentedBytes;
   *free_bytes = mpiasr::emu::kDeviceBytes - s.allocated;
   return cudaSuccess;
 }
@@ -497,6 +541,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   } else if (stream == stream->capture->origin && event->stream != stream) {
     event->stream->joined_at = event->stream_recorded;  // joined back into the origin
   }
+  return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
+  if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
+  if (!fn) return result(cudaErrorInvalidValue);
+  if (capture_of(stream)) {
+    record(stream, [fn, user_data] { fn(user_data); });
+    return cudaSuccess;
+  }
+  fn(user_data);
   return cudaSuccess;
 }
 

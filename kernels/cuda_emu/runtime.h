@@ -2,9 +2,18 @@
 // kernels/cuda_emu/include/cuda_runtime.h includes this): the calls the
 // project makes, with CUDA's names, types, error codes and error strings.
 //
-//   device      one device, 0, with compute capability 8.0, 48 KiB of shared
-//               memory per block, 1024 threads per block, and kDeviceBytes of
-//               memory; its clocks and bus width read 0 (nothing is timed)
+//   device      one device, 0, or MPIASR_EMU_DEVICES of them (1 to 64), each
+//               presenting itself as the GPU the project targets, an H200
+//               (kPresentedName, compute capability 9.0, 132 SMs,
+//               kPresentedBytes of memory), with 48 KiB of shared memory per
+//               block and 1024 threads per block; of that memory only
+//               kDeviceBytes can be allocated (one budget for the process,
+//               whichever device it picks), and cudaMemGetInfo reports the
+//               rest as in use; its clocks and bus width read 0 (nothing is
+//               timed); the runtime and driver versions read 0 (no CUDA
+//               release). Device d's PCI bus id is 0000:(d + 1, hex):00.0 in
+//               every process, so two processes that pick the same device
+//               number share a "GPU"
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
 //               whole allocation are caught), filled with 0xFF bytes and
 //               watched by initcheck (memory_check.h); device pointers and host
@@ -17,7 +26,9 @@
 //               is counted as a host synchronization here
 //   streams     every call runs to completion before it returns, so streams
 //               are in order and a synchronization has nothing to wait for;
-//               a stream must have been created and not destroyed
+//               a stream must have been created and not destroyed. A host
+//               function (cudaLaunchHostFunc) runs at the call, or when the
+//               graph runs if the stream is capturing
 //   events      record the host time; elapsed time needs two recorded events
 //               created with timing
 //   graphs      stream capture records what is queued on a capturing stream
@@ -48,6 +59,9 @@
 #include <cstdint>
 
 #include "kernels/cuda_emu/simt.h"
+
+// The emulator is no CUDA release: the runtime version it reports and was built with.
+#define CUDART_VERSION 0
 
 enum cudaError {
   cudaSuccess = 0,
@@ -130,6 +144,7 @@ cudaError_t cudaSetDevice(int device);
 cudaError_t cudaGetDevice(int* device);
 cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device);
 cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int device);
+cudaError_t cudaDeviceGetPCIBusId(char* bus_id, int len, int device);
 cudaError_t cudaDeviceSynchronize();
 
 cudaError_t cudaMalloc(void** ptr, size_t bytes);
@@ -150,6 +165,8 @@ cudaError_t cudaStreamDestroy(cudaStream_t stream);
 cudaError_t cudaStreamSynchronize(cudaStream_t stream);
 cudaError_t cudaStreamQuery(cudaStream_t stream);
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags = 0);
+typedef void (*cudaHostFn_t)(void* user_data);
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data);
 
 cudaError_t cudaEventCreate(cudaEvent_t* event);
 cudaError_t cudaEventCreateWithFlags(cudaEvent_t* event, unsigned flags);
@@ -170,6 +187,9 @@ cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t*
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
 
+cudaError_t cudaRuntimeGetVersion(int* version);
+cudaError_t cudaDriverGetVersion(int* version);
+
 cudaError_t cudaGetLastError();
 cudaError_t cudaPeekAtLastError();
 const char* cudaGetErrorName(cudaError_t error);
@@ -177,8 +197,12 @@ const char* cudaGetErrorString(cudaError_t error);
 
 namespace mpiasr::emu {
 
-// The emulated device's memory: what cudaMemGetInfo reports as total.
+// The emulated device's memory that cudaMalloc gives out: what cudaMemGetInfo
+// reports as free when nothing is allocated.
 constexpr size_t kDeviceBytes = size_t(4) << 30;
+// What the device presents itself as (cudaGetDeviceProperties; cudaMemGetInfo's total).
+constexpr const char* kPresentedName = "NVIDIA H200";
+constexpr size_t kPresentedBytes = size_t(141) << 30;
 
 // Calls counted since the start or the last reset_api_counts().
 struct ApiCounts {

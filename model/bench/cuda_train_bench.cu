@@ -22,17 +22,19 @@
 //
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
 // --seconds=S (default 10): each run lasts about S seconds, after 4 warm-up
-// steps that also size the iteration count. Without a CUDA device it prints
+// steps that also size the iteration count; --batch=N utterances and
+// --frames=F frames each (default 32 and 1500; F / 10 tokens each). Without a CUDA device it prints
 // SKIP, or lists its benchmark, and exits 0 (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -40,6 +42,7 @@
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
+#include "model/bench/gpu_bench_batch.h"
 #include "model/conformer.h"
 #include "model/loss_scaler.h"
 #include "model/optimizer.h"
@@ -47,39 +50,13 @@
 namespace mpiasr {
 namespace {
 
-constexpr int kBatch = 32, kFrames = 1500, kTokens = 150, kVocab = 128;
-constexpr double kFramesPerSecond = 100.0;
-constexpr double kAudioSeconds = kBatch * kFrames / kFramesPerSecond;  // per batch
-
-HostBatch synthetic_batch(uint64_t seed) {
-  HostBatch batch;
-  batch.batch_size = kBatch;
-  batch.max_frames = kFrames;
-  batch.n_mels = 80;
-  batch.features.resize(size_t(kBatch) * kFrames * batch.n_mels);
-  batch.frame_lengths.resize(kBatch);
-  batch.target_lengths.resize(kBatch);
-  batch.targets.resize(size_t(kBatch) * kTokens);
-  std::mt19937_64 rng(seed);
-  std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::uniform_int_distribution<int32_t> token(1, kVocab - 1);
-  for (size_t i = 0; i < batch.features.size(); ++i) batch.features[i] = normal(rng);
-  for (size_t i = 0; i < batch.targets.size(); ++i) batch.targets[i] = token(rng);
-  for (int b = 0; b < kBatch; ++b) {
-    batch.frame_lengths[size_t(b)] = kFrames;
-    batch.target_lengths[size_t(b)] = kTokens;
-    batch.utterance_indices.push_back(size_t(b));
-  }
-  return batch;
-}
-
 // One training step, queued without waiting for the device; with `graphs`,
 // forward and backward as a step graph (training.cuda_graphs).
 void train_step(CudaBackend<__half>& backend, Conformer<__half, float>& model,
                 Optimizer<__half, float>& optimizer, const LossScaler& scaler,
                 const HostBatch& batch, uint64_t step, bool graphs) {
   optimizer.zero_grad();
-  optimizer.set_step_inputs(double(kBatch) * kTokens, 1e-4f);
+  optimizer.set_step_inputs(double(batch.targets.size()), 1e-4f);
   StepControl* control = optimizer.control();
   const auto queue = [&] {
     model.forward_backward(batch, 1.0, &control->scaler.scale, true, step, &control->loss_sum);
@@ -97,6 +74,7 @@ void train_step(CudaBackend<__half>& backend, Conformer<__half, float>& model,
 struct Setup {
   std::string preset = "medium";
   double seconds = 10.0;
+  int batch = 32, frames = 1500;
 };
 
 // What one run trains, made once a device is known to be there.
@@ -121,10 +99,11 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, b
     if (++done == int64_t(state.max_iterations)) control = run->optimizer->read_control();
   }
   const CudaCallCounts counts = cuda_call_counts();
-  const double flops = forward_backward_flops(run->model->config(), kBatch, kFrames);
+  const double flops = forward_backward_flops(run->model->config(), setup.batch, setup.frames);
+  const double audio_seconds = setup.batch * setup.frames / kFramesPerSecond;  // per batch
   const CudaDeviceInfo& info = run->backend->device_info();
   state.counters["audio_s/s"] =
-      benchmark::Counter(kAudioSeconds, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(audio_seconds, benchmark::Counter::kIsIterationInvariantRate);
   state.counters["TFLOP/s"] =
       benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
   if (info.peak_fp16_tflops > 0) {
@@ -135,7 +114,8 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, b
   state.counters["launches/step"] = double(counts.launches) / double(done);
   state.counters["host_waits/step"] = double(counts.host_waits) / double(done);
   state.counters["graph_launches/step"] = double(counts.graph_launches) / double(done);
-  state.SetLabel(setup.preset + ", batch 32 x 15 s, " +
+  state.SetLabel(setup.preset + ", batch " + std::to_string(setup.batch) + " x " +
+                 std::to_string(setup.frames) + " frames, " +
                  std::to_string(run->model->params().num_parameters() / 1000000) + " M parameters");
 }
 
@@ -151,6 +131,10 @@ int main(int argc, char** argv) {
       setup.preset = argv[i] + 9;
     } else if (std::strncmp(argv[i], "--seconds=", 10) == 0) {
       setup.seconds = std::atof(argv[i] + 10);
+    } else if (std::strncmp(argv[i], "--batch=", 8) == 0) {
+      setup.batch = std::max(1, std::atoi(argv[i] + 8));
+    } else if (std::strncmp(argv[i], "--frames=", 9) == 0) {
+      setup.frames = std::max(100, std::atoi(argv[i] + 9));
     } else {
       rest.push_back(argv[i]);
     }
@@ -172,12 +156,13 @@ int main(int argc, char** argv) {
   run.backend = std::make_unique<CudaBackend<__half>>();
   ConformerConfig config = conformer_preset(setup.preset);
   config.vocab_size = kVocab;
-  run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, kBatch, kFrames, 1);
+  run.model = std::make_unique<Conformer<__half, float>>(*run.backend, config, setup.batch,
+                                                         setup.frames, 1);
   AdamWConfig adamw;
   adamw.clip_norm = 5.0;
   run.optimizer = std::make_unique<Optimizer<__half, float>>(run.model->params(), adamw);
   run.optimizer->set_state(0, run.scaler.loss_scaler_state());
-  run.batch = synthetic_batch(7);
+  run.batch = synthetic_batch(setup.batch, setup.frames, 7);
 
   // Warm-up (the scratch buffers grow, cuBLAS picks its kernels), then size the run.
   // The graph is captured in the warm-up too.

@@ -21,6 +21,7 @@ NcclGradientReducer::NcclGradientReducer(NcclCommunicator& comm, cudaStream_t co
       wire_(options.wire),
       wire_buffer_(options.wire_buffer),
       shard_(options.shard),
+      record_timeline_(options.record_timeline),
       plan_(count, options.bucket_bytes, options.first_bucket_bytes, options.range_alignment,
             "NcclGradientReducer", options.shard ? size_t(comm.size()) : 1) {
   MPIASR_CHECK(grads != nullptr || count == 0, "gradient buffer is null");
@@ -29,10 +30,17 @@ NcclGradientReducer::NcclGradientReducer(NcclCommunicator& comm, cudaStream_t co
   MPIASR_CHECK(wire_ == ncclFloat32 || wire_buffer_ != nullptr || count == 0,
                "a 16-bit gradient all-reduce needs a wire buffer");
   ready_events_.resize(plan_.num_buckets());
+  if (record_timeline_) {
+    bucket_done_events_.resize(plan_.num_buckets());
+    for (size_t b = 0; b < plan_.num_buckets(); ++b) {
+      timeline_.push_back({.bytes = plan_.bucket_range(b).second * sizeof(float)});
+    }
+  }
 }
 
 void NcclGradientReducer::begin_step() {
   plan_.begin_step();
+  stamped_ = 0;
 }
 
 void NcclGradientReducer::on_grads_ready(size_t offset, size_t count) {
@@ -44,10 +52,22 @@ void NcclGradientReducer::start_ready_buckets() {
   while (const std::optional<size_t> b = plan_.next_to_start()) {
     const auto [begin, count] = plan_.bucket_range(*b);
     const CudaEvent& ready = ready_events_[*b];
+    if (record_timeline_) timeline_[*b].ready = std::chrono::steady_clock::now();
     ready.record(compute_stream_);
     ready.wait_on(comm_stream_.get());
     reduce_bucket(begin, count);
+    if (record_timeline_) {
+      timeline_[*b].start = std::chrono::steady_clock::now();
+      bucket_done_events_[*b].record(comm_stream_.get());
+    }
   }
+}
+
+bool NcclGradientReducer::stamp_done_buckets() {
+  for (; stamped_ < timeline_.size() && bucket_done_events_[stamped_].done(); ++stamped_) {
+    timeline_[stamped_].end = std::chrono::steady_clock::now();
+  }
+  return stamped_ == timeline_.size();
 }
 
 void NcclGradientReducer::reduce_bucket(size_t begin, size_t count) {
@@ -92,7 +112,12 @@ void NcclGradientReducer::finish() {
   start_ready_buckets();
   done_event_.record(comm_stream_.get());
   done_event_.wait_on(compute_stream_);
-  comm_.wait([this] { return done_event_.done(); }, "gradient all-reduce");
+  if (record_timeline_) {
+    comm_.wait([this] { return stamp_done_buckets() && done_event_.done(); },
+               "gradient all-reduce");
+  } else {
+    comm_.wait([this] { return done_event_.done(); }, "gradient all-reduce");
+  }
   last_wait_seconds_ =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -56,6 +56,9 @@ struct NcclReducerOptions {
   // Reduce-scatter instead of all-reduce, for the sharded optimizer (ZeRO-1);
   // count must then be a multiple of size x range_alignment.
   bool shard = false;
+  // Record each bucket's times every step (last_timeline); off: no clock is
+  // read and no event recorded beyond the step's own.
+  bool record_timeline = false;
 };
 
 class NcclGradientReducer {
@@ -81,6 +84,13 @@ class NcclGradientReducer {
   // Bucket i as [offset, offset + count) of grads.
   std::pair<size_t, size_t> bucket_range(size_t i) const { return plan_.bucket_range(i); }
   const BucketPlan& plan() const { return plan_; }
+  // With record_timeline, the last step's buckets, host times all: ready when
+  // the plan handed the bucket out (backward's kernels queued, not run),
+  // start once its all-reduce was queued on the communication stream, end
+  // when the host first saw it done (an event after it, queried as finish()
+  // waits; a bucket done before finish() is seen when finish() begins);
+  // empty without.
+  const std::vector<BucketTimes>& last_timeline() const { return timeline_; }
 
   // Sharded only: *value (a double in device memory) summed over the ranks.
   void sum_over_ranks(double* value);
@@ -90,6 +100,9 @@ class NcclGradientReducer {
  private:
   // Queues the all-reduce of every bucket the plan hands out.
   void start_ready_buckets();
+  // With record_timeline: stamps the end of the buckets whose done event is
+  // complete; returns whether all are.
+  bool stamp_done_buckets();
   // Bucket [begin, begin + count) summed over the ranks: all of it, or
   // (sharded) this rank's piece.
   void reduce_bucket(size_t begin, size_t count);
@@ -103,10 +116,14 @@ class NcclGradientReducer {
   ncclDataType_t wire_;
   void* wire_buffer_;
   bool shard_;
+  bool record_timeline_;
   BucketPlan plan_;
   CudaStream comm_stream_;
   std::vector<CudaEvent> ready_events_;  // one per bucket
   CudaEvent done_event_;
+  std::vector<BucketTimes> timeline_;
+  std::vector<CudaEvent> bucket_done_events_;  // with record_timeline: one per bucket
+  size_t stamped_ = 0;                         // buckets whose end is stamped this step
   double last_wait_seconds_ = 0.0;
   size_t last_started_early_ = 0;
 };

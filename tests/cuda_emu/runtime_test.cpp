@@ -23,7 +23,8 @@ TEST(EmulatedRuntime, MemoryCopiesAndDeviceRangeChecks) {
   ASSERT_EQ(cudaGetLastError(), cudaSuccess);
   size_t free_before = 0, total = 0;
   ASSERT_EQ(cudaMemGetInfo(&free_before, &total), cudaSuccess);
-  EXPECT_EQ(total, emu::kDeviceBytes);
+  EXPECT_EQ(total, size_t(141) << 30);
+  EXPECT_LE(free_before, emu::kDeviceBytes);
   void* a = nullptr;
   void* b = nullptr;
   ASSERT_EQ(cudaMalloc(&a, 1000), cudaSuccess);
@@ -76,13 +77,14 @@ TEST(EmulatedRuntime, OneDeviceWithItsProperties) {
   EXPECT_EQ(cudaSetDevice(1), cudaErrorInvalidDevice);
   cudaDeviceProp prop{};
   EXPECT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
-  EXPECT_EQ(std::string(prop.name), "mpiasr SIMT emulator (CPU)");
-  EXPECT_EQ(prop.major, 8);
+  EXPECT_EQ(std::string(prop.name), "NVIDIA H200");
+  EXPECT_EQ(prop.major, 9);
   EXPECT_EQ(prop.minor, 0);
   EXPECT_EQ(prop.warpSize, 32);
   EXPECT_EQ(prop.maxThreadsPerBlock, 1024);
   EXPECT_EQ(prop.sharedMemPerBlock, size_t(48) << 10);
-  EXPECT_EQ(prop.totalGlobalMem, emu::kDeviceBytes);
+  EXPECT_EQ(prop.multiProcessorCount, 132);
+  EXPECT_EQ(prop.totalGlobalMem, size_t(141) << 30);
   EXPECT_EQ(cudaGetDeviceProperties(&prop, 1), cudaErrorInvalidDevice);
   int value = -1;
   EXPECT_EQ(cudaDeviceGetAttribute(&value, cudaDevAttrClockRate, 0), cudaSuccess);
@@ -138,6 +140,38 @@ TEST(EmulatedRuntime, StreamsAndEventsCheckTheirHandles) {
   EXPECT_EQ(cudaEventQuery(start), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(cudaStreamWaitEvent(nullptr, start, 0), cudaErrorInvalidResourceHandle);
   EXPECT_EQ(cudaGetLastError(), cudaErrorInvalidResourceHandle);
+}
+
+// Device d's PCI bus id is 0000:(d + 1):00.0 (one device without
+// MPIASR_EMU_DEVICES); a host function runs at its call, or at every launch
+// of the graph it was captured into.
+TEST(EmulatedRuntime, BusIdsAndHostFunctions) {
+  char bus_id[32] = {};
+  EXPECT_EQ(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0), cudaSuccess);
+  EXPECT_EQ(std::string(bus_id), "0000:01:00.0");
+  EXPECT_EQ(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 1), cudaErrorInvalidDevice);
+  int calls = 0;
+  const cudaHostFn_t count = [](void* data) { ++*static_cast<int*>(data); };
+  EXPECT_EQ(cudaLaunchHostFunc(nullptr, count, &calls), cudaSuccess);
+  EXPECT_EQ(calls, 1);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  ASSERT_EQ(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), cudaSuccess);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, count, &calls), cudaSuccess);
+  EXPECT_EQ(calls, 1);
+  cudaGraph_t graph = nullptr;
+  ASSERT_EQ(cudaStreamEndCapture(stream, &graph), cudaSuccess);
+  cudaGraphExec_t exec = nullptr;
+  ASSERT_EQ(cudaGraphInstantiate(&exec, graph), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(calls, 3);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, nullptr, &calls), cudaErrorInvalidValue);
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+  EXPECT_EQ(cudaLaunchHostFunc(stream, count, &calls), cudaErrorInvalidResourceHandle);
+  (void)cudaGetLastError();
 }
 
 TEST(EmulatedRuntime, ErrorNamesAndStringsAreCudas) {

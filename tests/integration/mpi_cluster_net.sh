@@ -49,35 +49,10 @@ cat "$work/net.log"
 for ns in hub node1 node2; do [[ -e "/run/netns/$net-$ns" ]] || fail "no namespace $net-$ns"; done
 
 # 1. 32 MB from node1 to node2: at 1 Gbit/s at least 268 ms less the bucket.
-cat >"$work/transfer.py" <<'EOF'
-import socket, sys, time
-role, address, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
-if role == "receive":
-    server = socket.create_server((address, 5201))
-    connection, _ = server.accept()
-    received = 0
-    while received < size:
-        chunk = connection.recv(1 << 20)
-        if not chunk:
-            break
-        received += len(chunk)
-    connection.sendall(b"done")
-else:
-    for attempt in range(100):
-        try:
-            connection = socket.create_connection((address, 5201))
-            break
-        except ConnectionRefusedError:
-            time.sleep(0.05)
-    start = time.perf_counter()
-    connection.sendall(bytes(size))
-    connection.recv(4)
-    print(f"{time.perf_counter() - start:.4f}")
-EOF
 size=$((32 << 20))
-ip netns exec "$net-node2" /usr/bin/python3 "$work/transfer.py" receive 10.201.0.2 "$size" &
+ip netns exec "$net-node2" /usr/bin/python3 "$source_dir/scripts/net-transfer.py" receive 10.201.0.2 "$size" &
 receiver=$!
-seconds=$(ip netns exec "$net-node1" /usr/bin/python3 "$work/transfer.py" send 10.201.0.2 "$size")
+seconds=$(ip netns exec "$net-node1" /usr/bin/python3 "$source_dir/scripts/net-transfer.py" send 10.201.0.2 "$size")
 wait "$receiver"
 burst=$(ip netns exec "$net-node1" tc qdisc show dev eth0 | sed -n 's/.*burst \([0-9]*\)b.*/\1/p')
 /usr/bin/python3 - "$size" "$seconds" "$burst" <<'EOF' || fail "the transfer does not show the 1 Gbit/s limit"

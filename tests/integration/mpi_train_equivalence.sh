@@ -40,23 +40,12 @@ for run in two_ranks two_ranks_bf16 accumulation one_rank; do
 done
 
 PYTHONPATH="$(dirname "${BASH_SOURCE[0]}")/lib" /usr/bin/python3 - "$work" <<'EOF' || fail "the runs do not match (see above)"
-import json, math, sys
+import json, sys
 
-from safetensors_f32 import tensors
-
-
-def max_relative_difference(a, b):
-    assert a.keys() == b.keys(), sorted(a.keys() ^ b.keys())
-    worst = (0.0, "")
-    for name in a:
-        diff = math.sqrt(sum((x - y) ** 2 for x, y in zip(a[name], b[name])))
-        norm = math.sqrt(sum(y * y for y in b[name]))
-        worst = max(worst, (diff / max(norm, 1e-30), name))
-    return worst
+from safetensors_f32 import max_relative_difference, tensors, train_losses
 
 def losses(run):
-    records = [json.loads(line) for line in open(f"{sys.argv[1]}/{run}/metrics.jsonl")]
-    return [(r["step"], r["loss"]) for r in records if r["kind"] == "train"]
+    return train_losses(f"{sys.argv[1]}/{run}")
 
 model = "checkpoints/step-00000010/model.safetensors"
 two, accumulated, single = (tensors(f"{sys.argv[1]}/{run}/{model}")

@@ -12,7 +12,9 @@
 #      and rank 1 names the key that differs;
 #   4. the train manifest differs between two fake nodes (the same path on
 #      each node's own disk, one utterance fewer on node2): every rank reports
-#      the mismatch, exit code 5.
+#      the mismatch, exit code 5;
+#   5. mpirun itself is killed with SIGKILL: the ranks stop within seconds
+#      and write no checkpoint whose log line is lost.
 # Usage: bash mpi_train_failures.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
 # shellcheck source=tests/integration/lib/train_runs.sh
@@ -32,16 +34,17 @@ running() {
   [[ "${stat##*) }" != Z* ]]
 }
 
-# start_long_run NAME TIMEOUT_S: three ranks training "for ever" in the
-# background (launched = its pid, in its own process group), until step 3 is
-# logged; then ranks = (pid of rank 0, 1, 2).
+# start_long_run NAME TIMEOUT_S [OPTION...]: three ranks training "for ever"
+# in the background (launched = its pid, in its own process group), until
+# step 3 is logged; then mpirun_pid = mpirun's pid and ranks = (pid of rank
+# 0, 1, 2).
 start_long_run() {
-  local log="$work/$1.log" mpirun_pid pid rank
+  local log="$work/$1.log" pid rank
   echo "+ mpirun -np 3 mpiasr train (background, $log)"
   set -m
   timeout 120 mpirun -np 3 --oversubscribe "$mpiasr" train "$tiny" "${tiny_options[@]}" \
     --training.max_steps=100000 --training.log_every=1 --distributed.timeout_s="$2" \
-    --output.dir="$work/$1" >"$log" 2>&1 &
+    --output.dir="$work/$1" "${@:3}" >"$log" 2>&1 &
   launched=$!
   set +m
   for _ in $(seq 600); do
@@ -137,5 +140,24 @@ for rank in 0 1; do
     "manifest mismatch, rank $rank"
 done
 grep -m1 'manifest differs' "$work/manifest.log"
+
+# 5. mpirun is killed. Its ranks are reparented and their output goes
+#    nowhere: they stop at the next step boundary, or before a checkpoint,
+#    without writing one (README, "Failures"). Only a checkpoint whose write
+#    was under way at the kill may complete unlogged, so none is newer than
+#    the step after the last one logged. (Before, the ranks trained on for
+#    about a second, until OpenMPI ended them, writing checkpoints of steps
+#    no line names; that second, not this check, bounds their life then.)
+start_long_run launcher 60 --checkpoint.every_steps=1
+echo "+ kill -9 mpirun (pid $mpirun_pid)"
+started=$(now_ms)
+kill -9 "$mpirun_pid"
+wait_for_end launcher 5
+last_logged=$(grep -Eo '^step [0-9]+/' "$work/launcher.log" | tail -n 1 | tr -dc 0-9)
+newest=$(find "$work/launcher/checkpoints" -maxdepth 1 -name 'step-*' -printf '%f\n' |
+  sed 's/^step-0*//' | sort -n | tail -n 1)
+echo "  last step logged $last_logged, newest checkpoint step $newest"
+((newest <= last_logged + 1)) ||
+  fail "mpirun killed: a checkpoint of step $newest, but the last step logged is $last_logged"
 rm -rf "$work"
 echo "mpi_train_failures: all checks passed"

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -238,6 +239,37 @@ TEST(CtcLoss, LossOnlyWhenNoGradientRequested) {
   double loss;
   cpu_ctc_loss<double>(&loss, nullptr, lp.data(), y.data(), &L, &frames, nullptr, 1, 5, 3);
   EXPECT_NEAR(loss, brute_force_loss(logits, y, 5, 3), 1e-12);
+}
+
+// Pushed in pieces of 1 to 4 frames, float log-probs: the loss
+// cpu_ctc_loss gives on all the frames at once, for every target of kCases
+// (infeasible and empty ones included) and longer ones, and brute force
+// where it is cheap.
+TEST(CtcForwardLoss, PiecesGiveTheWholeUtterancesLoss) {
+  std::mt19937 rng(9);
+  std::vector<Case> cases = kCases;
+  cases.push_back({40, 6, {1, 2, 2, 3, 5, 4, 4, 4, 1, 2}});
+  cases.push_back({7, 5, {1, 2, 3, 4, 1, 2, 3, 4}});  // infeasible
+  for (const Case& c : cases) {
+    const std::vector<double> lp = log_softmax(random_logits(c.T, c.V, rng), c.T, c.V);
+    const std::vector<float> lp_float(lp.begin(), lp.end());
+    const int32_t L = int32_t(c.y.size()), frames = c.T;
+    double expected = 0;
+    cpu_ctc_loss<float>(&expected, nullptr, lp_float.data(), c.y.data(), &L, &frames, nullptr, 1,
+                        c.T, c.V);
+    CtcForwardLoss forward(c.y, c.T);
+    for (int t = 0, piece = 1; t < c.T; t += piece, piece = piece % 4 + 1) {
+      forward.push(lp_float.data() + size_t(t) * size_t(c.V), std::min(piece, c.T - t), c.V);
+    }
+    EXPECT_EQ(forward.loss(), expected) << "T=" << c.T << " V=" << c.V << " L=" << L;
+    if (c.T <= 6) {
+      std::vector<double> rounded(lp_float.begin(), lp_float.end());
+      EXPECT_NEAR(forward.loss(), brute_force_loss(rounded, c.y, c.T, c.V),
+                  1e-5 * std::max(1.0, std::abs(forward.loss())));
+    }
+  }
+  CtcForwardLoss unfinished({1}, 3);
+  EXPECT_THROW(unfinished.loss(), Error);
 }
 
 TEST(CtcLoss, RejectsBadTokensAndLengths) {

@@ -64,5 +64,16 @@ TEST(CtcGreedyDecode, RejectsLengthBeyondFrames) {
   EXPECT_ANY_THROW(ctc_greedy_decode(lp.data(), &length, 1, 2, 3));
 }
 
+TEST(CtcGreedyStream, ARepeatAcrossPiecesIsCollapsedAndABlankBetweenPiecesKept) {
+  // a | a _ | a b | b _ c  ->  a a b c: the repeat of a and of b spans two
+  // pieces, the blank that separates the a's ends one.
+  const std::vector<float> lp = peaked({1, 1, 0, 1, 2, 2, 0, 3}, 4);
+  CtcGreedyStream stream;
+  for (const auto& [first, count] : {std::pair{0, 1}, {1, 2}, {3, 2}, {5, 0}, {5, 3}}) {
+    stream.push(lp.data() + first * 4, count, 4);
+  }
+  EXPECT_EQ(stream.tokens(), (std::vector<int32_t>{1, 1, 2, 3}));
+}
+
 }  // namespace
 }  // namespace mpiasr

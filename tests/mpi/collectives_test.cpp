@@ -1,5 +1,6 @@
 // Collectives with a timeout: sums, minima and maxima over ranks against the
-// closed forms of the values each rank contributes; first_failing_rank.
+// closed forms of the values each rank contributes; gathers to some ranks;
+// first_failing_rank.
 #include "mpi/collectives.h"
 
 #include <gtest/gtest.h>
@@ -28,6 +29,30 @@ TEST(Collectives, AllreduceMinMaxOfInt64BeyondInt32) {
   EXPECT_EQ(allreduce_min(ctx, mine, "min"), big - 3);
   EXPECT_EQ(allreduce_max(ctx, mine, "max"), big + 7 * (ctx.world_size() - 1) - 3);
   EXPECT_EQ(allreduce_min(ctx, -mine, "min"), -(big + 7 * (ctx.world_size() - 1) - 3));
+}
+
+// Rank r gives {r + 0.1, 1e10 + r} (not floats: the doubles must arrive
+// whole) or {r + 0.5, -r}; the even ranks receive every rank's in rank order.
+TEST(Collectives, GatherToReceiversOfDoublesAndFloats) {
+  Context ctx = test_context();
+  const int r = ctx.world_rank();
+  const bool receive = r % 2 == 0;
+  const std::vector<double> doubles =
+      gather_to_receivers(ctx, std::vector<double>{r + 0.1, 1e10 + r}, receive, "gather doubles");
+  const std::vector<float> floats =
+      gather_to_receivers(ctx, std::vector<float>{r + 0.5f, -float(r)}, receive, "gather floats");
+  if (!receive) {
+    EXPECT_TRUE(doubles.empty() && floats.empty());
+    return;
+  }
+  ASSERT_EQ(doubles.size(), size_t(2 * ctx.world_size()));
+  ASSERT_EQ(floats.size(), size_t(2 * ctx.world_size()));
+  for (int rank = 0; rank < ctx.world_size(); ++rank) {
+    EXPECT_EQ(doubles[size_t(2 * rank)], rank + 0.1);
+    EXPECT_EQ(doubles[size_t(2 * rank + 1)], 1e10 + rank);
+    EXPECT_EQ(floats[size_t(2 * rank)], rank + 0.5f);
+    EXPECT_EQ(floats[size_t(2 * rank + 1)], -float(rank));
+  }
 }
 
 TEST(Collectives, AllreduceSumInplaceOfAnArray) {

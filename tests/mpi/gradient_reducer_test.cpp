@@ -313,6 +313,29 @@ TEST(GradientReducer, ReusedOverSteps) {
   }
 }
 
+// record_timeline: every bucket of a step, its bytes as the plan cuts it,
+// ready <= start <= end within the step, starts in bucket order; none kept
+// without it.
+TEST(GradientReducer, TimelineOfAStep) {
+  Context ctx = test_context();
+  const Layout& layout = large_layout();
+  std::vector<float> grads = integer_grads(layout, 7, ctx.world_rank());
+  for (bool hierarchical : {false, true}) {
+    GradientReducer reducer(ctx, grads.data(), grads.size(),
+                            {.bucket_bytes = 16384,
+                             .first_bucket_bytes = 2048,
+                             .hierarchical = hierarchical,
+                             .record_timeline = true});
+    const auto before = std::chrono::steady_clock::now();
+    reduce_step(reducer, layout, Order::kBackward, 3);
+    const auto after = std::chrono::steady_clock::now();
+    expect_step_timeline(reducer, before, after);
+  }
+  GradientReducer plain(ctx, grads.data(), grads.size(), {});
+  reduce_step(plain, layout, Order::kBackward, 3);
+  EXPECT_TRUE(plain.last_timeline().empty());
+}
+
 // While finish() waits for a rank that is late to mark its layers, the
 // communication thread polls with sleeps between: it must not spin. Rank 0
 // waits about 0.4 s; a spinning thread would use about that much CPU time, a

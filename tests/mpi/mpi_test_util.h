@@ -1,7 +1,8 @@
 // Helpers shared by the tests/mpi executables: a world context with a short
 // timeout, per-run scratch folders (on the node's own disk when the fake-node
-// launcher provides one), and the expected layout that integration scripts
-// pass in MPIASR_TEST_* environment variables.
+// launcher provides one), the expected layout that integration scripts
+// pass in MPIASR_TEST_* environment variables, and the check of a reducer's
+// timeline.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,7 +14,9 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "mpi/bucket_plan.h"
 #include "mpi/context.h"
 
 namespace mpiasr::mpi::test {
@@ -48,6 +51,25 @@ inline std::filesystem::path node_scratch(const std::string& prefix) {
       disk && *disk ? std::filesystem::path(disk)
                     : std::filesystem::path(MPIASR_BINARY_DIR) / "mpi_test_scratch";
   return root / run_name(prefix);
+}
+
+// A reducer's timeline of one step run between `before` and `after`
+// (record_timeline; the MPI or the NCCL reducer): every bucket, with its
+// bytes, before <= ready <= start <= end <= after, starts in bucket order.
+template <typename Reducer>
+void expect_step_timeline(const Reducer& reducer, std::chrono::steady_clock::time_point before,
+                          std::chrono::steady_clock::time_point after) {
+  const std::vector<BucketTimes>& timeline = reducer.last_timeline();
+  ASSERT_EQ(timeline.size(), reducer.num_buckets());
+  for (size_t b = 0; b < timeline.size(); ++b) {
+    const BucketTimes& t = timeline[b];
+    EXPECT_EQ(t.bytes, 4 * reducer.bucket_range(b).second) << "bucket " << b;
+    EXPECT_TRUE(before <= t.ready && t.ready <= t.start && t.start <= t.end && t.end <= after)
+        << "bucket " << b;
+    if (b > 0) {
+      EXPECT_LE(timeline[b - 1].start, t.start) << "bucket " << b;
+    }
+  }
 }
 
 }  // namespace mpiasr::mpi::test

@@ -3,8 +3,9 @@
 # Helpers shared by the integration tests (tests/integration/*.sh),
 # which source this file; it sits in lib/ so ctest does not run it as a test.
 #
-# After `train_setup BUILD_DIR SOURCE_DIR NAME`:
-#   mpiasr   the program            work    BUILD_DIR/NAME, emptied
+# After `train_setup BUILD_DIR SOURCE_DIR NAME [PROGRAM]`:
+#   mpiasr   the program, BUILD_DIR/PROGRAM (mpiasr unless given)
+#   work     BUILD_DIR/NAME, emptied
 #   corpus   the 60-utterance corpus of train_e2e.sh (same cache, made on first use:
 #            48 train, 6 valid, 6 test utterances)
 #   tiny     the tiny config         tiny_options  overrides every test run uses
@@ -18,11 +19,11 @@ fail() {
 train_setup() {
   build_dir="$(cd "$1" && pwd)"
   source_dir="$(cd "$2" && pwd)"
-  mpiasr="$build_dir/mpiasr"
+  mpiasr="$build_dir/${4:-mpiasr}"
   work="$build_dir/$3"
   corpus="$build_dir/e2e_corpus"
   tiny="$source_dir/scripts/configs/tiny.yaml"
-  [[ -x "$mpiasr" ]] || fail "$mpiasr not built (cmake --build $build_dir --target mpiasr)"
+  [[ -x "$mpiasr" ]] || fail "$mpiasr not built (cmake --build $build_dir --target ${4:-mpiasr})"
   rm -rf "$work"
   mkdir -p "$work"
   # The arguments of train_e2e.sh, so both use one cached corpus.
