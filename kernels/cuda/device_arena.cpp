@@ -1,13 +1,19 @@
 // One cudaMalloc carved by an OffsetAllocator (see device_arena.h).
 //
 // In the emulation build (MPIASR_CUDA_EMU) device memory is host memory under
-// AddressSanitizer, and the arena poisons every byte it has not handed out,
-// so a kernel that indexes past its buffer stops with a report.
+// AddressSanitizer; the arena poisons every byte it has not handed out and a
+// redzone of kRedzoneBytes after every allocation, so a kernel that indexes
+// past its buffer stops with a report, even where the next allocation would
+// sit flush against it. What it hands out is fresh device memory to the
+// emulator (filled with NaN, never written for initcheck,
+// kernels/cuda_emu/memory_check.h).
 #include "kernels/cuda/device_arena.h"
 
 #include <cuda_runtime.h>
 #ifdef MPIASR_CUDA_EMU
 #include <sanitizer/asan_interface.h>
+
+#include "kernels/cuda_emu/memory_check.h"
 #endif
 
 #include "kernels/cuda/cuda_check.h"
@@ -15,6 +21,14 @@
 namespace mpiasr {
 
 namespace {
+
+#ifdef MPIASR_CUDA_EMU
+// A poisoned redzone after every allocation, so an overrun never lands in a
+// neighbour.
+constexpr size_t kRedzoneBytes = 256;
+#else
+constexpr size_t kRedzoneBytes = 0;
+#endif
 
 void set_usable(void* ptr, size_t bytes, bool usable) {
 #ifdef MPIASR_CUDA_EMU
@@ -54,8 +68,11 @@ DeviceArena::~DeviceArena() {
 }
 
 void* DeviceArena::allocate(size_t bytes) {
-  char* ptr = base_ + allocator_.allocate(bytes);
+  char* ptr = base_ + allocator_.allocate(bytes + kRedzoneBytes);
   set_usable(ptr, bytes, true);
+#ifdef MPIASR_CUDA_EMU
+  emu::detail::fresh_device_range(ptr, bytes);
+#endif
   return ptr;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
+#include "kernels/cuda_emu/memory_check.h"
 
 struct cublasLtContext {};
 
@@ -36,6 +37,8 @@ float load(const void* x, cudaDataType type, size_t at) {
 }
 
 void store(void* x, cudaDataType type, size_t at, float value) {
+  mpiasr::emu::detail::mark_written(static_cast<char*>(x) + at * (type == CUDA_R_32F ? 4 : 2),
+                                    type == CUDA_R_32F ? 4 : 2);
   switch (type) {
     case CUDA_R_16F:
       static_cast<__half*>(x)[at] = __float2half_rn(value);

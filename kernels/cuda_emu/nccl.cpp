@@ -17,6 +17,8 @@
 // rank an element's sum starts at, not the order along the ring.
 #include "kernels/cuda_emu/nccl.h"
 
+#include "kernels/cuda_emu/memory_check.h"
+
 #include <mpi.h>
 
 #include <algorithm>
@@ -448,6 +450,7 @@ void all_reduce(const Operation& op) {
   sends[size_t(comm->rank)] = Bytes{};
   if (!exchange(comm, "all-reduce", sends, receives)) return;
   ring_sum(op.type, terms, op.count, std::max<size_t>(1, (op.count + n - 1) / n), 0, op.recv);
+  mpiasr::emu::detail::mark_written(op.recv, bytes);
 }
 
 void reduce_scatter(const Operation& op) {
@@ -465,6 +468,7 @@ void reduce_scatter(const Operation& op) {
   }
   if (!exchange(comm, "reduce-scatter", sends, receives)) return;
   ring_sum(op.type, terms, op.count, std::max<size_t>(1, op.count), size_t(comm->rank), op.recv);
+  mpiasr::emu::detail::mark_written(op.recv, bytes);
 }
 
 void all_gather(const Operation& op) {
@@ -476,6 +480,7 @@ void all_gather(const Operation& op) {
   sends[size_t(comm->rank)] = receives[size_t(comm->rank)] = Bytes{};
   if (!exchange(comm, "all-gather", sends, receives)) return;
   std::memmove(recv + size_t(comm->rank) * bytes, op.send, bytes);
+  mpiasr::emu::detail::mark_written(recv, n * bytes);
 }
 
 void broadcast(const Operation& op) {
@@ -490,9 +495,12 @@ void broadcast(const Operation& op) {
   }
   if (!exchange(comm, "broadcast", sends, receives)) return;
   if (comm->rank == op.root) std::memmove(op.recv, op.send, bytes);
+  mpiasr::emu::detail::mark_written(op.recv, bytes);
 }
 
-// The host function of an operation on its stream; it owns `data`.
+// The host function of an operation on its stream; it owns `data`. What an
+// operation writes into its receive buffer counts as written for initcheck
+// (memory_check.h), as a copy's bytes do; a failed one writes nothing.
 void run_operation(void* data) {
   const std::unique_ptr<Operation> op(static_cast<Operation*>(data));
   if (op->comm->state != ncclSuccess) return;  // a failed communicator moves nothing

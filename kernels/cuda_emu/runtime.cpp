@@ -16,6 +16,7 @@
 #include <set>
 #include <thread>
 #include <vector>
+#include "kernels/cuda_emu/memory_check.h"
 
 // The work of a graph, in issue order.
 struct CUgraph_st {
@@ -341,6 +342,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
   if (posix_memalign(&memory, 256, bytes) != 0) return result(cudaErrorMemoryAllocation);
   s.allocations[static_cast<const char*>(memory)] = bytes;
   s.allocated += bytes;
+  mpiasr::emu::detail::track_allocation(memory, bytes);
   *ptr = memory;
   return cudaSuccess;
 }
@@ -354,6 +356,7 @@ cudaError_t cudaFree(void* ptr) {
   if (it == s.allocations.end()) return result(cudaErrorInvalidValue);
   s.allocated -= it->second;
   s.allocations.erase(it);
+  mpiasr::emu::detail::untrack_allocation(ptr);
   std::free(ptr);
   return cudaSuccess;
 }
@@ -412,6 +415,17 @@ cudaError_t check_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   return cudaSuccess;
 }
 
+// A copy or a memset as the device does it: the bytes are written.
+void copy_bytes(void* dst, const void* src, size_t bytes) {
+  std::memmove(dst, src, bytes);
+  mpiasr::emu::detail::mark_written(dst, bytes);
+}
+
+void set_bytes(void* ptr, int value, size_t bytes) {
+  std::memset(ptr, value, bytes);
+  mpiasr::emu::detail::mark_written(ptr, bytes);
+}
+
 // Whether a copy of `kind` touches host memory that is not pinned: the host
 // then waits for it (CUDA stages pageable memory synchronously).
 bool touches_pageable_memory(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
@@ -438,10 +452,10 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     ++state().counts.blocking_copies;
   }
   if (capture_of(stream)) {
-    record(stream, [=] { std::memmove(dst, src, bytes); });
+    record(stream, [=] { copy_bytes(dst, src, bytes); });
     return cudaSuccess;
   }
-  std::memmove(dst, src, bytes);
+  copy_bytes(dst, src, bytes);
   return cudaSuccess;
 }
 
@@ -453,7 +467,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.copies;
   if (kind != cudaMemcpyDeviceToDevice) ++state().counts.blocking_copies;
-  std::memmove(dst, src, bytes);
+  copy_bytes(dst, src, bytes);
   return cudaSuccess;
 }
 
@@ -463,10 +477,10 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
   if (!in_device_memory(ptr, bytes)) return result(cudaErrorInvalidValue);
   ++state().counts.memsets;
   if (capture_of(stream)) {
-    record(stream, [=] { std::memset(ptr, value, bytes); });
+    record(stream, [=] { set_bytes(ptr, value, bytes); });
     return cudaSuccess;
   }
-  std::memset(ptr, value, bytes);
+  set_bytes(ptr, value, bytes);
   return cudaSuccess;
 }
 

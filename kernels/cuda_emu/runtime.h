@@ -15,7 +15,8 @@
 //               every process, so two processes that pick the same device
 //               number share a "GPU"
 //   memory      cudaMalloc is host memory (the ASan heap, so overruns of a
-//               whole allocation are caught); device pointers and host
+//               whole allocation are caught), filled with 0xFF bytes and
+//               watched by initcheck (memory_check.h); device pointers and host
 //               pointers are the same kind, and a copy's device side must lie
 //               in a live allocation, else cudaErrorInvalidValue.
 //               cudaMallocHost / cudaHostAlloc give pinned host memory, kept

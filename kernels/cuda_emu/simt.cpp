@@ -5,8 +5,10 @@
 // mmap'd stacks under a guard page, reused across blocks and launches) and a
 // shared-memory arena. Running a block:
 //   queue     the threads to start or resume, filled at the block's start and
-//             at every barrier release in the Schedule's order; lanes released
-//             by a completed warp collective are appended
+//             at every barrier release in the Schedule's order; the lanes of
+//             a completed warp collective (the one that completed it too) are
+//             appended in the Schedule's order, drawn from the block's random
+//             sequence (seeded by the schedule seed and the block)
 //   scheduler pops a thread and switches to its fiber (a new thread takes an
 //             idle fiber); the fiber runs until it waits or ends. A fiber whose
 //             thread ended starts the next queued thread itself if that one
@@ -30,7 +32,9 @@
 #include <algorithm>
 #include <atomic>
 #include <boost/context/detail/fcontext.hpp>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <numeric>
@@ -62,6 +66,26 @@ constexpr unsigned char kSharedFill = 0xFF;
 constexpr int kWarp = 32;
 
 std::atomic<Schedule> schedule_setting{Schedule::kShuffled};
+
+constexpr const char* kSeedVariable = "MPIASR_EMU_SEED";
+
+uint64_t seed_from_environment() {
+  const char* value = std::getenv(kSeedVariable);
+  if (!value || !*value) return 0;
+  char* end = nullptr;
+  errno = 0;
+  const unsigned long long seed = std::strtoull(value, &end, 10);
+  if (errno != 0 || *end != '\0' || value[0] == '-') {
+    MPIASR_FAIL(ExitCode::kUsage,
+                kSeedVariable << "=" << value << " is not an unsigned integer (a schedule seed)");
+  }
+  return seed;
+}
+
+std::atomic<uint64_t>& seed_setting() {
+  static std::atomic<uint64_t> seed{seed_from_environment()};
+  return seed;
+}
 
 #if defined(__SANITIZE_ADDRESS__)
 void start_switch(void** fake_stack, const void* bottom, size_t size) {
@@ -105,6 +129,7 @@ struct Launch {
   const void* closure;
   int threads;  // per block
   Schedule schedule;
+  uint64_t seed;
 };
 
 struct Fiber {
@@ -172,6 +197,7 @@ class Runner {
   void require(bool ok, const char* what, const std::source_location& where) {
     if (!ok) fail(std::string(what) + " (" + place(where) + ")");
   }
+  [[noreturn]] void fail_kernel(const std::string& what) { fail(what); }
 
   // The body of every fiber: runs threads until the runner is destroyed.
   [[noreturn]] void fiber_loop();
@@ -187,6 +213,7 @@ class Runner {
   [[noreturn]] void fail(const std::string& what);
   void record(const std::string& what);
   void set_thread_index(int thread);
+  void order_queue(size_t from);
   void fill_queue();
   void reset_shared();
   bool run_thread(int thread);
@@ -200,8 +227,9 @@ class Runner {
   uint64_t block_linear_ = 0;
   std::vector<Thread> threads_;
   std::vector<int> queue_;
-  size_t head_ = 0;  // queue_[head_..] are still to run
-  int current_ = 0;  // the CUDA thread whose fiber runs
+  size_t head_ = 0;         // queue_[head_..] are still to run
+  std::mt19937_64 random_;  // the block's, for the shuffled schedule
+  int current_ = 0;         // the CUDA thread whose fiber runs
   int at_barrier_ = 0, exited_ = 0, interval_ = 0;
   std::source_location barrier_where_;
   std::vector<WarpGroup> groups_;
@@ -304,16 +332,20 @@ void Runner::fail(const std::string& what) {
   throw Abandon{};
 }
 
-void Runner::fill_queue() {
-  const int n = launch_->threads;
-  queue_.resize(size_t(n));
-  std::iota(queue_.begin(), queue_.end(), 0);
-  if (launch_->schedule == Schedule::kDescending) std::reverse(queue_.begin(), queue_.end());
+// Puts queue_[from..], in ascending order, in the order of the schedule.
+void Runner::order_queue(size_t from) {
+  const auto first = queue_.begin() + std::ptrdiff_t(from);
+  if (launch_->schedule == Schedule::kDescending) std::reverse(first, queue_.end());
   if (launch_->schedule == Schedule::kShuffled) {
-    std::mt19937 random(uint32_t(block_linear_ * 2654435761u + uint64_t(interval_)));
-    for (int i = n - 1; i > 0; --i)
-      std::swap(queue_[size_t(i)], queue_[random() % uint32_t(i + 1)]);
+    for (size_t i = queue_.size() - 1; i > from; --i)
+      std::swap(queue_[i], queue_[from + random_() % (i - from + 1)]);
   }
+}
+
+void Runner::fill_queue() {
+  queue_.resize(size_t(launch_->threads));
+  std::iota(queue_.begin(), queue_.end(), 0);
+  order_queue(0);
   head_ = 0;
 }
 
@@ -340,6 +372,8 @@ std::string Runner::run_block(const Launch& launch, uint64_t linear) {
   groups_.clear();
   exited_lanes_.assign(size_t((n + kWarp - 1) / kWarp), 0);
   at_barrier_ = exited_ = interval_ = 0;
+  std::seed_seq seed{launch.seed, linear};
+  random_.seed(seed);
   error_.clear();
   reset_shared();
   fill_queue();
@@ -482,10 +516,12 @@ uint64_t Runner::warp_collective(detail::WarpOp op, unsigned mask, uint64_t valu
   const WarpGroup group = groups_[g];
   groups_.erase(groups_.begin() + std::ptrdiff_t(g));
   complete(group);
+  wait();
   return self.result;
 }
 
-// Every lane of a complete collective gets its result; the others are queued.
+// Every lane of a complete collective gets its result and is queued, the
+// calling one too, in the schedule's order.
 void Runner::complete(const WarpGroup& group) {
   using detail::WarpOp;
   const int base = group.warp * kWarp;
@@ -531,11 +567,11 @@ void Runner::complete(const WarpGroup& group) {
         group.op == WarpOp::kBallot || group.op == WarpOp::kSyncWarp || group.op == WarpOp::kWmma;
     thread.result = vote ? ballot : threads_[size_t(base + source)].deposit;
   }
+  const size_t from = queue_.size();
   for (int lane = 0; lane < kWarp; ++lane) {
-    if ((group.mask >> lane & 1u) && base + lane != current_) {
-      queue_.push_back(base + lane);
-    }
+    if (group.mask >> lane & 1u) queue_.push_back(base + lane);
   }
+  order_queue(from);
 }
 
 std::string Runner::describe_deadlock() const {
@@ -682,6 +718,14 @@ void set_schedule(Schedule schedule) {
   schedule_setting = schedule;
 }
 
+uint64_t schedule_seed() {
+  return seed_setting();
+}
+
+void set_schedule_seed(uint64_t seed) {
+  seed_setting() = seed;
+}
+
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, void (*body)(const void*), const void* closure) {
   detail::check_launch(site, grid, block, dynamic_shared_bytes);
@@ -719,8 +763,13 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
               void (*body)(const void*), const void* closure) {
   check_launch(site, grid, block, dynamic_shared_bytes);
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
-  const Launch launch{grid,    block,        dynamic_shared_bytes,   body,
-                      closure, int(threads), schedule_setting.load()};
+  const Launch launch{grid,    block,        dynamic_shared_bytes,    body,
+                      closure, int(threads), schedule_setting.load(), seed_setting().load()};
+  static std::once_flag seed_printed;
+  std::call_once(seed_printed, [&] {
+    std::fprintf(stderr, "SIMT emulator: schedule seed %llu (%s)\n",
+                 static_cast<unsigned long long>(launch.seed), kSeedVariable);
+  });
   const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
   std::string error;
   if (blocks == 1) {
@@ -729,7 +778,10 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
     static BlockPool pool;
     error = pool.run(launch, blocks);
   }
-  if (!error.empty()) launch_failed(site, error);
+  if (!error.empty()) {
+    launch_failed(site, error + " (schedule seed " + std::to_string(launch.seed) + ", " +
+                            kSeedVariable + ")");
+  }
 }
 
 }  // namespace detail
@@ -755,6 +807,14 @@ void* dynamic_shared() {
 
 void require(bool ok, const char* what, const std::source_location& where) {
   kernel_runner(what).require(ok, what, where);
+}
+
+bool in_kernel() {
+  return runner.in_block();
+}
+
+void fail_kernel(const std::string& what) {
+  kernel_runner(what.c_str()).fail_kernel(what);
 }
 
 }  // namespace detail

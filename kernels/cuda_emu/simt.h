@@ -25,8 +25,10 @@
 // releases when all threads of the block wait at the same __syncthreads; a warp
 // collective completes when every lane of its mask has arrived, each lane then
 // reading the value of its source lane. Between two barriers the threads are
-// started or resumed in an order drawn afresh for every block and interval
-// (seeded by block and interval, so a run repeats exactly), so a missing
+// started or resumed in an order drawn afresh for every block and interval,
+// and the lanes a collective releases (the last to arrive among them) resume
+// in an order drawn afresh too (seeded by MPIASR_EMU_SEED and the block, so
+// a run repeats exactly under one seed), so a missing
 // barrier lets a reader run before its writer and read the block's shared
 // memory as it was filled at the block's start: 0xFF bytes (NaN in floats,
 // -1 in integers), which no correct result contains. Shared memory is one
@@ -55,8 +57,8 @@
 //   - an idealised warp schedule: lanes run independently between
 //     collectives (as Volta's independent thread scheduling allows), never in
 //     lockstep, and only the order of whole intervals between synchronization
-//     points varies; a race inside one interval that needs an interleaving at
-//     a finer grain, or that this run's order happens to hide, goes unseen
+//     points (barriers and collectives) varies; a race inside one interval that needs an
+//     interleaving at a finer grain, or that this run's order happens to hide, goes unseen
 //   - host arithmetic: math functions are glibc's and the host compiler does
 //     not contract a * b + c into FMA as nvcc does, so results may differ from
 //     the GPU's in the last bits
@@ -73,6 +75,7 @@
 #include <cstring>
 #include <functional>
 #include <source_location>
+#include <string>
 #include <type_traits>
 
 #include "kernels/bfloat16.h"
@@ -154,11 +157,19 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
   launch(site, grid, block, dynamic_shared_bytes, stream, trampoline, &body);
 }
 
-// The order in which a block's threads start or resume between two barriers:
-// drawn afresh per block and interval (the default), or by ascending or
-// descending thread index (tests use these to show what the order exposes).
+// The order in which a block's threads start or resume between two barriers,
+// and the lanes of a warp after each collective: drawn afresh each time from
+// the block's random sequence (the default), or by ascending or descending
+// thread index (tests use these to show what the order exposes).
 enum class Schedule { kShuffled, kAscending, kDescending };
 void set_schedule(Schedule schedule);
+
+// The seed of the shuffled schedules: a block's random sequence is drawn from
+// (seed, block), so a run repeats exactly under one seed. It is read from the
+// variable MPIASR_EMU_SEED (an unsigned integer; 0 when unset), printed on
+// stderr at a process's first launch and named in every launch failure.
+uint64_t schedule_seed();
+void set_schedule_seed(uint64_t seed);
 
 // Identifies one static shared variable (one per declaration and template
 // instantiation): its address is the key of the block's copy.
@@ -180,6 +191,10 @@ uint64_t warp_collective(WarpOp op, unsigned mask, uint64_t value, int argument,
 void syncthreads(const std::source_location& where);
 // Fails the running kernel with `what` (naming the place) unless `ok`.
 void require(bool ok, const char* what, const std::source_location& where);
+// Whether the calling OS thread is running a kernel's thread now.
+bool in_kernel();
+// Fails the running kernel with `what`.
+[[noreturn]] void fail_kernel(const std::string& what);
 
 template <typename T>
 uint64_t to_bits(T value) {

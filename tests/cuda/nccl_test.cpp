@@ -26,6 +26,9 @@
 #include <vector>
 
 #include "kernels/cuda/cuda_backend.h"
+#ifdef MPIASR_CUDA_EMU
+#include "kernels/cuda_emu/memory_check.h"
+#endif
 #include "mpi/cuda/nccl_communicator.h"
 #include "mpi/cuda/nccl_gradient_reducer.h"
 #include "src/base/error.h"
@@ -412,6 +415,47 @@ TEST(NcclCollectives, BroadcastAndGroupedCalls) {
     }
   }
 }
+
+#ifdef MPIASR_CUDA_EMU
+// On the emulator under initcheck (kernels/cuda_emu/memory_check.h): what a
+// collective writes into its receive buffer counts as written, so a kernel
+// reads an all-reduced, all-gathered or broadcast buffer that nothing else
+// wrote, while one nothing wrote still fails.
+TEST(NcclCollectives, EmulatedCollectivesWritesCountForInitcheck) {
+  emu::set_initcheck(true);
+  struct InitcheckOff {
+    ~InitcheckOff() { emu::set_initcheck(false); }
+  } initcheck_off;
+  NcclSetup setup;
+  auto& [ctx, be, world] = setup;
+  const size_t n = 37, size = size_t(world.size());
+  cuda_test::DeviceArray<float> sent(be, n), summed(be, n), gathered(be, n * size), received(be, n),
+      unwritten(be, n);
+  cuda_test::DeviceArray<__half> out(be, n * size);
+  be.zero(sent.get(), n * sizeof(float));
+  world.complete(
+      ncclAllReduce(sent.get(), summed.get(), n, ncclFloat32, ncclSum, world.get(), be.stream()),
+      "test all-reduce");
+  world.complete(
+      ncclAllGather(sent.get(), gathered.get(), n, ncclFloat32, world.get(), be.stream()),
+      "test all-gather");
+  world.complete(
+      ncclBroadcast(sent.get(), received.get(), n, ncclFloat32, 0, world.get(), be.stream()),
+      "test broadcast");
+  EXPECT_NO_THROW({
+    be.cast_acc_to_act(out.get(), summed.get(), n);
+    be.cast_acc_to_act(out.get(), gathered.get(), n * size);
+    be.cast_acc_to_act(out.get(), received.get(), n);
+    be.synchronize();
+  });
+  EXPECT_THROW(
+      {
+        be.cast_acc_to_act(out.get(), unwritten.get(), n);
+        be.synchronize();
+      },
+      Error);
+}
+#endif
 
 // Sharded (ZeRO-1): after finish() each rank holds the sums of its pieces,
 // in fp32 and through a bf16 wire; sum_over_ranks sums a device double over

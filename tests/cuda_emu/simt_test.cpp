@@ -140,6 +140,16 @@ __global__ void vote_kernel(unsigned* out, int live) {
   out[3 * threadIdx.x + 2] = unsigned(all_small);
 }
 
+// Each lane records, after a __syncwarp, the place it resumed at: order[k]
+// is the k-th lane of the warp to run on after the collective.
+__global__ void resume_order_kernel(int* order) {
+  MPIASR_SHARED(int, next);
+  if (threadIdx.x == 0) next = 0;
+  __syncthreads();
+  __syncwarp();
+  order[atomicAdd(&next, 1)] = int(threadIdx.x);
+}
+
 __global__ void atomics_kernel(int* counters, unsigned* bits, float* float_sum, double* double_sum,
                                int* claimed, unsigned long long* wide) {
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
@@ -299,6 +309,59 @@ TEST(Simt, EveryScheduleExposesTheMissingBarrier) {
       EXPECT_EQ(stale, 128) << "schedule " << int(schedule);
     }
   }
+}
+
+// Restores the schedule seed after a test that changes it.
+class SeedGuard {
+ public:
+  explicit SeedGuard(uint64_t seed) : saved_(emu::schedule_seed()) { emu::set_schedule_seed(seed); }
+  ~SeedGuard() { emu::set_schedule_seed(saved_); }
+
+ private:
+  uint64_t saved_;
+};
+
+std::vector<int> resume_order() {
+  DeviceBuffer<int> order(32);
+  MPIASR_LAUNCH(resume_order_kernel, 1, 32, 0, nullptr, order.get());
+  return order.host();
+}
+
+// The lanes a collective releases resume in the schedule's order, the lane
+// that completed it among them: ascending, descending, or a permutation drawn
+// from the seed, the same for the same seed.
+TEST(Simt, LanesResumeAfterACollectiveInTheScheduleOrder) {
+  std::vector<int> ascending(32);
+  std::iota(ascending.begin(), ascending.end(), 0);
+  const std::vector<int> descending(ascending.rbegin(), ascending.rend());
+  {
+    ScheduleGuard guard(Schedule::kAscending);
+    EXPECT_EQ(resume_order(), ascending);
+  }
+  {
+    ScheduleGuard guard(Schedule::kDescending);
+    EXPECT_EQ(resume_order(), descending);
+  }
+  std::vector<std::vector<int>> orders;
+  for (uint64_t seed : {1, 2, 3}) {
+    SeedGuard guard(seed);
+    orders.push_back(resume_order());
+    EXPECT_TRUE(std::is_permutation(orders.back().begin(), orders.back().end(), ascending.begin()));
+    EXPECT_NE(orders.back(), ascending) << "seed " << seed;
+    EXPECT_NE(orders.back(), descending) << "seed " << seed;
+    EXPECT_EQ(resume_order(), orders.back()) << "seed " << seed;
+  }
+  EXPECT_NE(orders[0], orders[1]);
+  EXPECT_NE(orders[1], orders[2]);
+}
+
+// A failed launch names the seed that repeats it.
+TEST(SimtErrors, AFailedLaunchNamesTheScheduleSeed) {
+  SeedGuard guard(7);
+  DeviceBuffer<int> out(32);
+  const std::string error =
+      launch_error([&] { MPIASR_LAUNCH(two_barriers_kernel, 1, 32, 0, nullptr, out.get()); });
+  EXPECT_NE(error.find("(schedule seed 7, MPIASR_EMU_SEED)"), std::string::npos) << error;
 }
 
 TEST(Simt, TreeSumInDynamicSharedMemoryWithBlocksOfEverySize) {
