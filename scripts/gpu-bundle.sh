@@ -6,6 +6,7 @@
 # scripts/gpu-bundle/run.sh for the steps and the table).
 #
 #   OUT/run.sh            the check (scripts/gpu-bundle/run.sh)
+#   OUT/sanitize.sh       compute-sanitizer and Nsight Compute by hand (scripts/gpu-bundle/sanitize.sh)
 #   OUT/payload.tar.xz    unpacked by run.sh into $TMPDIR:
 #     bin/          mpiasr, the GPU tests and the CUDA benchmarks (stripped),
 #                   OpenMPI's orterun (also as mpirun, mpiexec) and orted
@@ -225,7 +226,7 @@ cp "$stage/prepare/tokens.txt" "$stage/prepare/cmvn.json" "$payload/prepared/"
 note "pack (xz)"
 unpacked_kib=$(du -sk "$payload" | cut -f1)
 tar -C "$payload" -cf - . | xz -T"$(nproc)" -3 > "$stage/payload.tar.xz"
-cp "$root/scripts/gpu-bundle/run.sh" "$stage/run.sh"
+cp "$root/scripts/gpu-bundle/run.sh" "$root/scripts/gpu-bundle/sanitize.sh" "$stage/"
 {
   echo "mpiasr GPU bundle, packed $(date -u '+%Y-%m-%d %H:%M UTC') by scripts/gpu-bundle.sh"
   echo "source: $(git -C "$root" describe --always --dirty 2> /dev/null || echo unknown)"
