@@ -282,6 +282,7 @@ step_train() {
   mpiasr_train --training.max_steps="$steps" --validation.every_steps=$((steps / 2)) \
     --checkpoint.every_steps=$((steps / 2))
   local rc=$? log="$logs/train.log"
+  cp "$work/train/metrics.jsonl" "$logs/" 2> /dev/null
   if ((rc != 0)); then
     no_device "$log" && return 77
     detail "exit $rc: $(tail -n 1 "$log")"
@@ -306,6 +307,7 @@ step_resume() {
   mpiasr_train --training.max_steps="$RESUME_STEPS" --validation.every_steps=0 --checkpoint.every_steps=0 \
     --training.cuda_graphs=true --batching.frame_multiple=64
   local rc=$? log="$logs/resume.log"
+  cp "$work/train/metrics.jsonl" "$logs/" 2> /dev/null
   ((rc == 0)) || { detail "exit $rc: $(tail -n 1 "$log")"; return 1; }
   grep -q "^resumed from .*: step $TRAIN_STEPS," "$log" || { detail "did not resume from step $TRAIN_STEPS"; return 1; }
   grep -q "^training done: $RESUME_STEPS steps" "$log" ||
