@@ -5,10 +5,10 @@
 //   kEager    the work is queued (the default)
 //   kDry      nothing is queued; each piece of work is folded into the pass's
 //             signature instead: the kernel (its call site), grid, block,
-//             shared bytes and every argument that is a number, an enum or a
-//             pointer (a struct argument counts by its size only; the host
-//             code that fills one is the same code and sees the same sizes
-//             and pointers)
+//             shared bytes and every argument: a number, an enum or a
+//             pointer by its value, a struct by its bytes with its padding
+//             (indeterminate bytes) cleared, a struct without members not
+//             at all
 //   kCapture  the work is queued on a capturing stream and signed the same
 //             way, so the capture can be checked against the dry pass
 //
@@ -17,9 +17,11 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "kernels/cuda/call_counts.h"
@@ -52,8 +54,18 @@ void sign_argument(const T& value) {
     sign_word(std::bit_cast<uint64_t>(double(value)));
   } else if constexpr (std::is_integral_v<V> || std::is_enum_v<V>) {
     sign_word(uint64_t(value));
-  } else {
-    sign_word(uint64_t(sizeof(V)));
+  } else if constexpr (!std::is_empty_v<V>) {
+    static_assert(std::is_trivially_copyable_v<V>, "a kernel's struct argument is copied bytewise");
+    // Padding cleared: its bytes are indeterminate, and would sign the same
+    // work differently in the dry pass and the capture.
+    V copy = value;
+    __builtin_clear_padding(&copy);
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&copy);
+    for (size_t i = 0; i < sizeof(V); i += 8) {
+      uint64_t word = 0;
+      std::memcpy(&word, bytes + i, std::min<size_t>(8, sizeof(V) - i));
+      sign_word(word);
+    }
   }
 }
 

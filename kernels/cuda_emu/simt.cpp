@@ -130,6 +130,7 @@ struct Launch {
   int threads;  // per block
   Schedule schedule;
   uint64_t seed;
+  uint64_t number;  // detail::launch_number()
 };
 
 struct Fiber {
@@ -187,6 +188,7 @@ class Runner {
   std::string run_block(const Launch& launch, uint64_t linear);
 
   bool in_block() const { return launch_ != nullptr; }
+  uint64_t launch_number() const { return launch_->number; }
 
   // Called by the kernels' fibers (simt.h).
   void syncthreads(const std::source_location& where);
@@ -763,8 +765,10 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
               void (*body)(const void*), const void* closure) {
   check_launch(site, grid, block, dynamic_shared_bytes);
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
-  const Launch launch{grid,    block,        dynamic_shared_bytes,    body,
-                      closure, int(threads), schedule_setting.load(), seed_setting().load()};
+  static std::atomic<uint64_t> launches{0};
+  const Launch launch{grid,      block,        dynamic_shared_bytes,    body,
+                      closure,   int(threads), schedule_setting.load(), seed_setting().load(),
+                      ++launches};
   static std::once_flag seed_printed;
   std::call_once(seed_printed, [&] {
     std::fprintf(stderr, "SIMT emulator: schedule seed %llu (%s)\n",
@@ -811,6 +815,10 @@ void require(bool ok, const char* what, const std::source_location& where) {
 
 bool in_kernel() {
   return runner.in_block();
+}
+
+uint64_t launch_number() {
+  return kernel_runner("launch_number").launch_number();
 }
 
 void fail_kernel(const std::string& what) {

@@ -193,6 +193,9 @@ void syncthreads(const std::source_location& where);
 void require(bool ok, const char* what, const std::source_location& where);
 // Whether the calling OS thread is running a kernel's thread now.
 bool in_kernel();
+// The running launch's number in this process: 1 for the first grid run,
+// counting every run, a graph's replays included.
+uint64_t launch_number();
 // Fails the running kernel with `what`.
 [[noreturn]] void fail_kernel(const std::string& what);
 

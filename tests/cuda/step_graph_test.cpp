@@ -4,18 +4,21 @@
 // and loss sums) over batches of two shapes, each shape captured once and
 // replayed with the next batch's host arguments (lengths, targets, dropout
 // seed, features) without the host waiting for the device; work that
-// differs in anything the kernels are given gets a graph of its own; and
-// what a graph cannot hold is refused by name.
+// differs in anything the kernels are given gets a graph of its own, a field
+// of a struct argument included; and what a graph cannot hold is refused by
+// name.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "kernels/cuda/call_counts.h"
+#include "kernels/cuda/step_graph.h"
 #include "model/conformer.h"
 #include "src/base/error.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -141,6 +144,84 @@ TYPED_TEST(StepGraph, ReplaysReadEachCallsHostArgumentsAndNewWorkGetsItsOwnGraph
   const StepGraphCounts after = gpu.step_graph_counts();
   EXPECT_EQ(after.captures - before.captures, 2u);
   EXPECT_EQ(after.replays - before.replays, 2u);
+}
+
+// Layer norm's eps reaches its kernel inside a struct (ForwardArgs): a new
+// eps is other work, a graph of its own, and each graph's rstd is
+// 1 / sqrt(var + eps) of its own eps.
+TYPED_TEST(StepGraph, AChangedFieldOfAStructArgumentGetsItsOwnGraph) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  constexpr int N = 3, C = 8;
+  std::vector<float> x(size_t(N) * C);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = float(int(i * 7 % 5) - 2);
+  auto d_x = cuda_test::upload<Act>(gpu, x);
+  cuda_test::DeviceArray<Act> out(gpu, x.size());
+  cuda_test::DeviceArray<float> mean(gpu, N), rstd(gpu, N);
+  const StepGraphCounts before = gpu.step_graph_counts();
+  for (float eps : {1e-5f, 0.5f}) {
+    gpu.queue_as_graph([&] {
+      gpu.layernorm_forward(out.get(), mean.get(), rstd.get(), d_x->get(), nullptr, nullptr, N, C,
+                            eps);
+    });
+    const std::vector<float> got = cuda_test::download(gpu, rstd.get(), N);
+    for (int n = 0; n < N; ++n) {
+      double sum = 0, squares = 0;
+      for (int c = 0; c < C; ++c) sum += x[size_t(n) * C + c];
+      for (int c = 0; c < C; ++c) squares += std::pow(x[size_t(n) * C + c] - sum / C, 2);
+      const double expected = 1 / std::sqrt(squares / C + eps);
+      EXPECT_NEAR(got[size_t(n)], expected, 1e-5 * expected) << "eps " << eps << ", row " << n;
+    }
+  }
+  const StepGraphCounts after = gpu.step_graph_counts();
+  EXPECT_EQ(after.captures - before.captures, 2u);
+  EXPECT_EQ(after.replays - before.replays, 0u);
+}
+
+// A launch's struct argument is signed by its bytes: a changed field changes
+// the signature; the same values sign alike, whatever the padding holds.
+struct SignedArguments {
+  const float* x;
+  int n;
+  float scale;
+};
+
+struct PaddedArguments {
+  bool active;  // 3 bytes of padding after it
+  int n;
+};
+
+template <typename Arguments>
+uint64_t dry_signature(const Arguments& arguments) {
+  cuda_detail::graph_pass = GraphPass::kDry;
+  cuda_detail::graph_signature = 0;
+  EXPECT_FALSE(cuda_detail::sign_launch("kernel", dim3(1), dim3(32), 0, arguments));
+  cuda_detail::graph_pass = GraphPass::kEager;
+  return cuda_detail::graph_signature;
+}
+
+TEST(StepGraphSignature, StructArgumentsAreSignedByTheirBytes) {
+  const float x = 1.0f;
+  const SignedArguments arguments{&x, 5, 1.0f};
+  SignedArguments other_n = arguments, other_scale = arguments, other_x = arguments;
+  other_n.n = 6;
+  other_scale.scale = 2.0f;
+  other_x.x = &x + 1;
+  const uint64_t signature = dry_signature(arguments);
+  EXPECT_EQ(dry_signature(SignedArguments{&x, 5, 1.0f}), signature);
+  EXPECT_NE(dry_signature(other_n), signature);
+  EXPECT_NE(dry_signature(other_scale), signature);
+  EXPECT_NE(dry_signature(other_x), signature);
+
+  PaddedArguments zeros, ones;
+  std::memset(&zeros, 0, sizeof zeros);
+  std::memset(&ones, 0xFF, sizeof ones);
+  zeros.active = ones.active = true;
+  zeros.n = ones.n = 3;
+  EXPECT_EQ(dry_signature(zeros), dry_signature(ones));
+  ones.n = 4;
+  EXPECT_NE(dry_signature(zeros), dry_signature(ones));
 }
 
 TYPED_TEST(StepGraph, RefusesReadsBackAndCopiesInsideAGraph) {

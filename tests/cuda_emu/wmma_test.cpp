@@ -1,8 +1,11 @@
 // The emulator's warp matrix multiply-accumulate (kernels/cuda_emu/wmma.h):
 // D = A B + C of 16x16 tiles in every layout, for fp16 and bf16 inputs,
-// against the product computed here in double (exact for 16-bit inputs; the
-// float sums of 16 products differ from it in the last bits); elementwise
-// loops over a fragment; and the misuse it must report: misaligned pointers,
+// under three schedule seeds, against the product computed here in double
+// (exact for 16-bit inputs; the float sums of 16 products differ from it in
+// the last bits); elementwise loops over a fragment; fragments of CUDA's
+// sizes for sm_80 and sm_90, each lane holding its own elements of the tile
+// (every one held by one lane, or two for fp16 inputs) at places that change
+// from launch to launch; and the misuse it must report: misaligned pointers,
 // leading dimensions that are not whole 16-byte units, calls that only part of
 // the warp makes or that meet another wmma call, and a tile read from shared
 // memory without the __syncwarp after other lanes wrote it.
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/cuda_emu/simt.h"
 #include "src/base/error.h"
 
 namespace mpiasr {
@@ -132,8 +136,90 @@ void check_products() {
 }
 
 TEST(Wmma, ProductsInEveryLayoutMatchTheDefinition) {
-  check_products<__half>();
-  check_products<__nv_bfloat16>();
+  const uint64_t seed = emu::schedule_seed();
+  for (uint64_t s : {0, 1, 77}) {
+    SCOPED_TRACE("schedule seed " + std::to_string(s));
+    emu::set_schedule_seed(s);
+    check_products<__half>();
+    check_products<__nv_bfloat16>();
+  }
+  emu::set_schedule_seed(seed);
+}
+
+// CUDA's <mma.h> for sm_80 and sm_90: per lane, 8 floats of an accumulator,
+// 16 __half or 8 __nv_bfloat16 of an input tile.
+TEST(Wmma, FragmentsHoldCudasElementsPerLane) {
+  EXPECT_EQ(Accumulator::num_elements, 8);
+  EXPECT_EQ((wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>::num_elements),
+            16);
+  EXPECT_EQ((wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major>::num_elements),
+            16);
+  EXPECT_EQ(
+      (wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major>::num_elements),
+      8);
+  EXPECT_EQ(
+      (wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major>::num_elements),
+      8);
+}
+
+// Each lane's elements of a tile whose element (r, c) is 16 r + c, loaded as
+// `Fragment` (an input from `tile`, an accumulator from `acc_tile`), copied
+// out by position: held[lane num_elements + i] = x[i].
+template <typename Fragment, typename T>
+__global__ void held_elements_kernel(float* held, const T* tile, const float* acc_tile) {
+  Fragment f;
+  if constexpr (std::is_same_v<Fragment, Accumulator>) {
+    wmma::load_matrix_sync(f, acc_tile, 16, wmma::mem_row_major);
+  } else {
+    wmma::load_matrix_sync(f, tile, 16);
+  }
+  const int lane = int(threadIdx.x);
+  for (int i = 0; i < f.num_elements; ++i) held[lane * f.num_elements + i] = float(f.x[i]);
+}
+
+// Every element of the tile is held by `copies` lanes, and the places differ
+// between two launches.
+template <typename Fragment, typename T>
+void check_held_elements(int copies) {
+  std::vector<T> tile(256);
+  std::vector<float> acc_tile(256);
+  for (int e = 0; e < 256; ++e) {
+    tile[e] = T(float(e));
+    acc_tile[e] = float(e);
+  }
+  T* d_tile = device_copy(tile);
+  float* d_acc_tile = device_copy(acc_tile);
+  const size_t n = size_t(32) * Fragment::num_elements;
+  float* d_held = device_copy(std::vector<float>(n, -1.0f));
+  std::vector<std::vector<float>> launches;
+  for (int launch = 0; launch < 2; ++launch) {
+    constexpr auto kernel = held_elements_kernel<Fragment, T>;
+    MPIASR_LAUNCH(kernel, 1, 32, 0, nullptr, d_held, d_tile, d_acc_tile);
+    launches.push_back(host_copy(d_held, n));
+    std::vector<int> count(256, 0);
+    for (float e : launches.back()) {
+      ASSERT_TRUE(e >= 0.0f && e < 256.0f && e == std::floor(e)) << e;
+      ++count[size_t(e)];
+    }
+    EXPECT_EQ(count, std::vector<int>(256, copies)) << "launch " << launch;
+  }
+  EXPECT_NE(launches[0], launches[1]);
+  for (void* p :
+       {static_cast<void*>(d_tile), static_cast<void*>(d_acc_tile), static_cast<void*>(d_held)}) {
+    EXPECT_EQ(cudaFree(p), cudaSuccess);
+  }
+}
+
+TEST(Wmma, EachLaneHoldsItsOwnElementsAtPlacesDrawnPerLaunch) {
+  check_held_elements<Accumulator, __half>(1);
+  check_held_elements<wmma::fragment<wmma::matrix_a, 16, 16, 16, __half, wmma::row_major>, __half>(
+      2);
+  check_held_elements<wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::col_major>, __half>(
+      2);
+  check_held_elements<wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::col_major>,
+                      __nv_bfloat16>(1);
+  check_held_elements<wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major>,
+                      __nv_bfloat16>(1);
 }
 
 // ---- misuse --------------------------------------------------------------------
