@@ -5,6 +5,8 @@
 // records work into the graph of the capture instead.
 #include "kernels/cuda_emu/runtime.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -20,8 +22,6 @@
 #include <set>
 #include <thread>
 #include <vector>
-
-#include <unistd.h>
 
 #include "kernels/cuda_emu/memory_check.h"
 #include "kernels/cuda_emu/pinned_guard.h"
@@ -243,9 +243,8 @@ bool reached(const Mark& mark) {
 }
 
 bool runnable(const Queue& queue) {
-  return !queue.pending.empty() &&
-         std::all_of(queue.pending.front().after.begin(), queue.pending.front().after.end(),
-                     reached);
+  return !queue.pending.empty() && std::all_of(queue.pending.front().after.begin(),
+                                               queue.pending.front().after.end(), reached);
 }
 
 // A number from the queues' random sequence (seeded from schedule_seed()),
@@ -371,19 +370,21 @@ namespace {
 // answer is cudaSuccess.
 cudaError_t query(const std::function<bool()>& done) {
   State& s = state();
+  bool not_ready = false;
   uint64_t pieces = 0;
   {
     std::lock_guard lock(s.mutex);
     if (done()) return cudaSuccess;
-    if (draw() % 100 >= uint64_t(s.not_ready_percent)) pieces = UINT64_MAX;
-    else pieces = draw() % 4;
+    not_ready = draw() % 100 < uint64_t(s.not_ready_percent);
+    pieces = draw() % 4;
   }
-  if (pieces == UINT64_MAX) {
+  if (!not_ready) {
     run_until(done);
     return cudaSuccess;
   }
   std::lock_guard device(s.device);
-  for (uint64_t i = 0; i < pieces && run_one(); ++i) {
+  for (uint64_t i = 0; i < pieces; ++i) {
+    if (!run_one()) break;
   }
   return cudaErrorNotReady;
 }
@@ -653,8 +654,7 @@ bool touches_pageable_memory(void* dst, const void* src, size_t bytes, cudaMemcp
 
 // Guards the pinned side of a copy queued on `stream` until it runs
 // (pinned_guard.h); -1 when none is guarded.
-int guard_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
-               cudaStream_t stream) {
+int guard_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
   const bool to_host = kind == cudaMemcpyDeviceToHost;
   if (!to_host && kind != cudaMemcpyHostToDevice) return -1;
   const void* host = to_host ? dst : src;

@@ -62,11 +62,7 @@ StepCounts counts_since_reset() {
 template <typename Act>
 std::vector<StepCounts> step_counts(ConformerConfig config, int steps, bool graphs = false) {
   CudaBackend<Act>& gpu = cuda_test::backend<Act>();
-#ifdef MPIASR_CUDA_EMU
-  // Queries answer as a GPU that keeps up does: the waits counted are those
-  // the host code asks for, not those a device far behind would add.
-  emu::set_not_ready_percent(0);
-#endif
+  cuda_test::queries_answer_as_a_gpu_that_keeps_up();
   config.vocab_size = 12;
   config.dropout = 0.1f;
   const HostBatch batch = testing::random_batch(

@@ -125,7 +125,7 @@ TEST(EmulatedGraphs, CaptureRecordsWorkThatEachGraphLaunchReplaysInOrder) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph, 0), cudaSuccess);
   emu::reset_api_counts();
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
-  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);  // the replay has read `input`
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);   // the replay has read `input`
   for (int i = 0; i < n; ++i) input[i] = 2.0f * float(i);  // read by the next replay
   ASSERT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   const emu::ApiCounts counts = emu::api_counts();

@@ -169,14 +169,17 @@ TEST(EmulatedStreamsDeathTest, AHostAccessOfPinnedMemoryDuringItsCopyIsReported)
   ASSERT_EQ(cudaMemset(device, 7, kBytes), cudaSuccess);
   unsigned char* pinned = nullptr;
   ASSERT_EQ(cudaMallocHost(reinterpret_cast<void**>(&pinned), kBytes), cudaSuccess);
-  const auto read = [](const unsigned char* p) { return *static_cast<const volatile unsigned char*>(p); };
+  const auto read = [](const unsigned char* p) {
+    return *static_cast<const volatile unsigned char*>(p);
+  };
 
   EXPECT_DEATH(
       {
         (void)cudaMemcpyAsync(pinned, device, kBytes, cudaMemcpyDeviceToHost, stream);
         (void)read(pinned + 5000);
       },
-      "host read of pinned memory at 0x[0-9a-f]+ \\(offset 5000 in the allocation at 0x[0-9a-f]+\\) "
+      "host read of pinned memory at 0x[0-9a-f]+ \\(offset 5000 in the allocation at "
+      "0x[0-9a-f]+\\) "
       "while a cudaMemcpyAsync of 8192 bytes from the device into it on stream 0x[0-9a-f]+ is "
       "pending");
   EXPECT_DEATH(
