@@ -232,19 +232,39 @@ void record(cudaStream_t stream, std::function<void()> work) {
 }
 
 // ---- the queues -----------------------------------------------------------------
-// Work runs at a synchronizing call, one piece at a time, drawn at random
-// among the queues whose first piece has every mark it waits for reached:
-// any order that keeps each stream's order and the events waited on. Work
-// waits only for work queued before it, so some piece is always runnable.
+// A synchronizing call waits for marks: it runs the work they follow and
+// what that work waits for in turn (nothing else), one piece at a time,
+// drawn at random among the queues whose next needed piece has every mark
+// it waits for reached: any order that keeps each stream's order and the
+// events waited on. Work waits only for work queued before it, so while
+// needed work remains, some of it is runnable.
 
 // With state().mutex held.
 bool reached(const Mark& mark) {
   return !mark.queue || mark.queue->done >= mark.count;
 }
 
-bool runnable(const Queue& queue) {
-  return !queue.pending.empty() && std::all_of(queue.pending.front().after.begin(),
-                                               queue.pending.front().after.end(), reached);
+bool all_reached(const std::vector<Mark>& marks) {
+  return std::all_of(marks.begin(), marks.end(), reached);
+}
+
+// How much of each queue's work must be done for `marks` to be reached,
+// state().mutex held.
+using Needed = std::map<const Queue*, uint64_t>;
+Needed needed(std::vector<Mark> marks) {
+  Needed need;
+  while (!marks.empty()) {
+    const Mark mark = std::move(marks.back());
+    marks.pop_back();
+    if (!mark.queue) continue;
+    uint64_t& count = need[mark.queue.get()];
+    for (uint64_t i = std::max(count, mark.queue->done); i < mark.count; ++i) {
+      const std::vector<Mark>& after = mark.queue->pending[i - mark.queue->done].after;
+      marks.insert(marks.end(), after.begin(), after.end());
+    }
+    count = std::max(count, mark.count);
+  }
+  return need;
 }
 
 // A number from the queues' random sequence (seeded from schedule_seed()),
@@ -263,8 +283,8 @@ void drop_if_orphaned(const std::shared_ptr<Queue>& queue) {
   if (queue->orphaned && queue->pending.empty()) std::erase(s.queues, queue);
 }
 
-// Runs one runnable piece of work; false when nothing is queued.
-bool run_one() {
+// Runs one piece of the needed work that may run; false when none is left.
+bool run_one(const Needed& need) {
   State& s = state();
   std::shared_ptr<Queue> queue;
   Work work;
@@ -272,7 +292,9 @@ bool run_one() {
     std::lock_guard lock(s.mutex);
     std::vector<const std::shared_ptr<Queue>*> ready;
     for (const std::shared_ptr<Queue>& q : s.queues) {
-      if (runnable(*q)) ready.push_back(&q);
+      const auto it = need.find(q.get());
+      if (it == need.end() || q->done >= it->second) continue;
+      if (all_reached(q->pending.front().after)) ready.push_back(&q);
     }
     if (ready.empty()) return false;
     queue = *ready[draw() % ready.size()];
@@ -296,40 +318,46 @@ bool run_one() {
   return true;
 }
 
-// Runs queued work until `done` (asked with state().mutex held) holds.
-void run_until(const std::function<bool()>& done) {
+// Runs queued work until every mark is reached, or `pieces` pieces of it.
+void run_until(const std::vector<Mark>& marks, uint64_t pieces = UINT64_MAX) {
   State& s = state();
   std::lock_guard device(s.device);
-  for (;;) {
-    {
-      std::lock_guard lock(s.mutex);
-      if (done()) return;
-    }
-    if (!run_one()) return;
+  Needed need;
+  {
+    std::lock_guard lock(s.mutex);
+    need = needed(marks);
   }
+  for (uint64_t i = 0; i < pieces; ++i) {
+    if (!run_one(need)) return;
+  }
+}
+
+// The marks after all work queued on `stream` so far (the legacy default
+// stream's: with the blocking streams', which it waits for), or on every
+// stream when `stream` is null and `every` is set.
+std::vector<Mark> stream_marks(cudaStream_t stream, bool every = false) {
+  std::lock_guard lock(state().mutex);
+  if (stream) return {Mark{stream->queue, stream->queue->queued}};
+  std::vector<Mark> marks;
+  for (const std::shared_ptr<Queue>& q : state().queues) {
+    if (every || q->blocking || q == state().legacy) marks.push_back({q, q->queued});
+  }
+  return marks;
+}
+
+// The mark of `event`'s last record (none when it was never recorded).
+std::vector<Mark> event_marks(cudaEvent_t event) {
+  std::lock_guard lock(state().mutex);
+  return {event->mark};
 }
 
 }  // namespace
 
 void mpiasr::emu::detail::run_queued_work() {
-  run_until([] {
-    const std::vector<std::shared_ptr<Queue>>& queues = state().queues;
-    return std::all_of(queues.begin(), queues.end(),
-                       [](const std::shared_ptr<Queue>& q) { return q->pending.empty(); });
-  });
+  run_until(stream_marks(nullptr, true));
 }
 
 namespace {
-
-// Whether the work queued on `stream` is done (the legacy default stream's:
-// with that of the blocking streams, which it waits for). state().mutex held.
-bool stream_idle(cudaStream_t stream) {
-  if (stream) return stream->queue->pending.empty();
-  const std::vector<std::shared_ptr<Queue>>& queues = state().queues;
-  return std::all_of(queues.begin(), queues.end(), [](const std::shared_ptr<Queue>& q) {
-    return !(q->blocking || q == state().legacy) || q->pending.empty();
-  });
-}
 
 // Queues `work` on `stream`, which is not capturing, and returns the mark
 // after it. Work on the legacy default stream waits for the blocking
@@ -350,7 +378,7 @@ Mark enqueue(cudaStream_t stream, Work work) {
     queue->pending.push_back(std::move(work));
     mark = {queue, ++queue->queued};
   }
-  if (!stream) run_until([&] { return reached(mark); });
+  if (!stream) run_until({mark});
   return mark;
 }
 
@@ -363,29 +391,25 @@ void mpiasr::emu::detail::queue_work(cudaStream_t stream, std::function<void()> 
 
 namespace {
 
-// A query of work that `done` (asked with state().mutex held) says whether
-// it is done: cudaSuccess once it is. While it is not, a draw of
-// not_ready_percent answers cudaErrorNotReady after running up to 3 pieces
-// of queued work, as a GPU still busy would; else the work is run and the
-// answer is cudaSuccess.
-cudaError_t query(const std::function<bool()>& done) {
+// A query of the work before `marks`: cudaSuccess once it is done. While it
+// is not, a draw of not_ready_percent answers cudaErrorNotReady after
+// running up to 3 pieces of it, as a GPU still busy would; else the work is
+// run and the answer is cudaSuccess.
+cudaError_t query(const std::vector<Mark>& marks) {
   State& s = state();
   bool not_ready = false;
   uint64_t pieces = 0;
   {
     std::lock_guard lock(s.mutex);
-    if (done()) return cudaSuccess;
+    if (all_reached(marks)) return cudaSuccess;
     not_ready = draw() % 100 < uint64_t(s.not_ready_percent);
     pieces = draw() % 4;
   }
   if (!not_ready) {
-    run_until(done);
+    run_until(marks);
     return cudaSuccess;
   }
-  std::lock_guard device(s.device);
-  for (uint64_t i = 0; i < pieces; ++i) {
-    if (!run_one()) break;
-  }
+  run_until(marks, pieces);
   return cudaErrorNotReady;
 }
 
@@ -686,7 +710,7 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
     }
     ++state().counts.blocking_copies;
     const Mark copied = enqueue(stream, Work{[=] { copy_bytes(dst, src, bytes); }, {}, -1});
-    run_until([&] { return reached(copied); });
+    run_until({copied});
     return cudaSuccess;
   }
   if (capture_of(stream)) {
@@ -761,7 +785,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   }
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.stream_syncs;
-  run_until([stream] { return stream_idle(stream); });
+  run_until(stream_marks(stream));
   return cudaSuccess;
 }
 
@@ -771,7 +795,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     capture->invalidated = true;
     return result(cudaErrorStreamCaptureUnsupported);
   }
-  return query([stream] { return stream_idle(stream); });
+  return query(stream_marks(stream));
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
@@ -957,7 +981,7 @@ bool recorded_in_capture(cudaEvent_t event) {
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event_is_live(event)) return result(cudaErrorInvalidResourceHandle);
   if (recorded_in_capture(event)) return result(cudaErrorCapturedEvent);
-  return query([event] { return reached(event->mark); });
+  return query(event_marks(event));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -965,7 +989,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (recorded_in_capture(event)) return result(cudaErrorCapturedEvent);
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.event_syncs;
-  run_until([event] { return reached(event->mark); });
+  run_until(event_marks(event));
   return cudaSuccess;
 }
 

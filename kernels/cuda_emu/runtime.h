@@ -34,14 +34,15 @@
 //               once. Queued work runs at a synchronizing call
 //               (cudaStreamSynchronize, cudaEventSynchronize,
 //               cudaDeviceSynchronize, cudaMemcpy, cudaFree, cudaFreeHost, a
-//               pageable cudaMemcpyAsync, a query), one piece at a time in a
-//               random order (seeded by schedule_seed(), simt.h) that keeps
-//               each stream's order and the events waited on, and nothing
-//               else: work on two streams is ordered only by an event. A
-//               query (cudaStreamQuery, cudaEventQuery) of work not yet run
+//               pageable cudaMemcpyAsync, a query): the work the call waits
+//               for and what that work waits for, nothing else, one piece at
+//               a time in a random order (seeded by schedule_seed(), simt.h)
+//               that keeps each stream's order and the events waited on, so
+//               work on two streams is ordered only by an event. A query
+//               (cudaStreamQuery, cudaEventQuery) of work not yet run
 //               answers cudaErrorNotReady in not_ready_percent of the cases,
-//               after running up to 3 pieces of queued work; otherwise it
-//               runs the work and answers cudaSuccess. The legacy default
+//               after running up to 3 pieces of that work; otherwise it runs
+//               the work and answers cudaSuccess. The legacy default
 //               stream (null) waits for the blocking streams' work queued
 //               before (cudaStreamCreate; the project's streams are
 //               non-blocking) and runs its work before the call returns, so
