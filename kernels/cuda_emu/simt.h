@@ -132,9 +132,9 @@ void count_launch();
 // Throws as launch() does for a bad configuration.
 void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
 // Checks a launch on `stream` (throwing as launch() does), counts it and
-// queues `grid` there.
+// queues `grid_run` (which runs the grid) there.
 void queue_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
-                  cudaStream_t stream, std::function<void()> grid);
+                  cudaStream_t stream, std::function<void()> grid_run);
 // Runs `body(closure)` as every thread of a grid and returns when all are
 // done: what a queued launch does when it runs.
 void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
