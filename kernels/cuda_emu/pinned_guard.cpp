@@ -17,6 +17,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "src/base/error.h"
+
 namespace mpiasr::emu::detail {
 namespace {
 
@@ -82,7 +84,7 @@ void on_fault(int signal, siginfo_t* info, void* context) {
         __FILE__, __LINE__, access_kind(context), static_cast<unsigned long>(address),
         static_cast<unsigned long>(address - g.base), static_cast<unsigned long>(g.base), g.copy);
     if (n > 0) (void)!write(STDERR_FILENO, line, std::min(size_t(n), sizeof line - 1));
-    std::abort();
+    _exit(int(ExitCode::kFailure));
   }
   if (previous_action.sa_flags & SA_SIGINFO) {
     previous_action.sa_sigaction(signal, info, context);

@@ -6,8 +6,9 @@
 // While a copy is pending, the whole pages of pinned memory it reads are
 // made read-only and those it writes inaccessible (mprotect); a host access
 // that faults there prints what it did (read or write), the address, its
-// offset in the pinned allocation and the pending copy, and aborts the
-// process. Faults anywhere else go to the handler installed before.
+// offset in the pinned allocation and the pending copy, and ends the process
+// with ExitCode::kFailure. Faults anywhere else go to the handler installed
+// before.
 //
 // Missed: bytes on a page the copy covers only in part (a page is guarded
 // only when the copy spans all of it; a pinned allocation's own slack after
