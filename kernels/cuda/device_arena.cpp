@@ -81,6 +81,11 @@ void DeviceArena::release(void* ptr) {
   MPIASR_CHECK(
       static_cast<char*>(ptr) >= base_ && static_cast<char*>(ptr) < base_ + allocator_.capacity(),
       "device arena: release of " << ptr << ", which it did not allocate");
+#ifdef MPIASR_CUDA_EMU
+  // The poison is the host's, not stream-ordered: queued work that still
+  // uses the range runs first.
+  emu::detail::run_queued_work();
+#endif
   set_usable(ptr, allocator_.release(size_t(static_cast<char*>(ptr) - base_)), false);
 }
 

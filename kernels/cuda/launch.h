@@ -5,10 +5,12 @@
 //       nvcc:      kernel<<<grid, block, shared_bytes, stream>>>(args...), then
 //                  cudaGetLastError; a bad launch throws Error naming the
 //                  kernel, the file and the line of the launch
-//       emulator:  runs the grid on the CPU before it returns (the arguments
-//                  are evaluated once), or records it when the stream is
-//                  capturing a graph; a bad launch or a failing block throws
-//                  the same way, saying what went wrong
+//       emulator:  queues the grid on the stream, to run on the CPU when a
+//                  synchronizing call needs it (at once on the legacy default
+//                  stream: kernels/cuda_emu/runtime.h), or records it when
+//                  the stream is capturing a graph; a bad launch throws the
+//                  same way at once, and a failing block from the call that
+//                  runs it, saying what went wrong
 //       both:      evaluates the arguments once; in a step graph's dry or
 //                  capturing pass signs the launch, and in a dry pass queues
 //                  nothing (kernels/cuda/step_graph.h); counts a launch that

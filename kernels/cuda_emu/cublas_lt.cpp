@@ -332,10 +332,6 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   if (mm.m == 0 || mm.n == 0) return CUBLAS_STATUS_SUCCESS;
   // Host scalars are read now, as cuBLASLt reads them when the call is made.
   const float a = *static_cast<const float*>(alpha), b = *static_cast<const float*>(beta);
-  if (mpiasr::emu::detail::stream_is_capturing(stream)) {
-    mpiasr::emu::detail::record_work(stream, [=] { multiply(mm, a, A, B, b, C, D); });
-    return CUBLAS_STATUS_SUCCESS;
-  }
-  multiply(mm, a, A, B, b, C, D);
+  mpiasr::emu::detail::queue_work(stream, [=] { multiply(mm, a, A, B, b, C, D); });
   return CUBLAS_STATUS_SUCCESS;
 }

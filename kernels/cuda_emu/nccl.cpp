@@ -669,18 +669,26 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* async_error) {
   return ncclSuccess;
 }
 
+// The operations still queued on streams run (all queued work does).
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
-  return comm ? ncclSuccess : ncclInvalidArgument;
+  if (!comm) return ncclInvalidArgument;
+  mpiasr::emu::detail::run_queued_work();
+  return ncclSuccess;
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) {
-  if (!comm) return ncclInvalidArgument;
+  if (const ncclResult_t finalized = ncclCommFinalize(comm); finalized != ncclSuccess) {
+    return finalized;
+  }
   drop_requests(comm->requests);
   delete comm;
   return ncclSuccess;
 }
 
+// Its queued operations are dropped: they run on a failed communicator, which moves nothing.
 ncclResult_t ncclCommAbort(ncclComm_t comm) {
+  if (!comm) return ncclInvalidArgument;
+  fail(comm, ncclRemoteError);
   return ncclCommDestroy(comm);
 }
 

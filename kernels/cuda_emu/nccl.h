@@ -35,9 +35,11 @@
 //               stderr: the host thread runs the operation, so it stands in
 //               for a GPU kernel that would wait until the communicator is
 //               aborted.
-//   end         ncclCommFinalize has nothing left to flush (every operation
-//               finished in its call); ncclCommDestroy and ncclCommAbort free
-//               the communicator at once, waiting for no peer.
+//   end         ncclCommFinalize runs the work queued on every stream (the
+//               operations still queued among it), and so does
+//               ncclCommDestroy before it frees the communicator;
+//               ncclCommAbort fails the communicator first, so its queued
+//               operations move nothing and wait for no peer.
 //   faults      MPIASR_EMU_NCCL_FAULT, a comma-separated list of
 //               CALL:N:KIND[@RANK]: the N-th call (from 1) of CALL (init,
 //               allreduce, reducescatter, allgather, broadcast) in this

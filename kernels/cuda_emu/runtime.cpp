@@ -1,22 +1,30 @@
 // The CUDA runtime on the CPU (see runtime.h): allocations, pinned host
 // memory, streams, events and graphs are kept in registries so that every
-// handle and device range is checked; stream capture records work into the
-// graph of the capture instead of running it.
+// handle and device range is checked; work queued on a stream waits in the
+// stream's queue until a synchronizing call runs it, and stream capture
+// records work into the graph of the capture instead.
 #include "kernels/cuda_emu/runtime.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <vector>
+
 #include "kernels/cuda_emu/memory_check.h"
+#include "kernels/cuda_emu/pinned_guard.h"
 
 // The work of a graph, in issue order.
 struct CUgraph_st {
@@ -38,6 +46,29 @@ struct Capture {
   bool invalidated = false;
 };
 
+struct Queue;
+
+// A point in a stream's queue: reached once `queue` has done `count` pieces of work.
+struct Mark {
+  std::shared_ptr<Queue> queue;
+  uint64_t count = 0;
+};
+
+// One piece of queued work: it may run once every mark in `after` is reached.
+struct Work {
+  std::function<void()> run;  // empty for a wait on an event
+  std::vector<Mark> after;
+  int guard = -1;  // the pinned pages a copy guards while pending (pinned_guard.h)
+};
+
+// What was queued on a stream and has not run, in stream order.
+struct Queue {
+  std::deque<Work> pending;
+  uint64_t queued = 0, done = 0;
+  bool blocking = false;  // work on the legacy default stream waits for this stream's
+  bool orphaned = false;  // its stream is destroyed: dropped once empty
+};
+
 struct Counters {
   std::atomic<uint64_t> launches{0}, memsets{0}, copies{0}, graph_launches{0}, graph_nodes_run{0},
       device_syncs{0}, stream_syncs{0}, event_syncs{0}, blocking_copies{0};
@@ -54,6 +85,15 @@ struct State {
   std::set<const CUgraphExec_st*> execs;
   std::set<std::shared_ptr<Capture>> captures;  // in progress
   Counters counts;
+  // The legacy default stream's queue, then every stream's until it is
+  // destroyed and empty; `device` is held while queued work runs, and
+  // `order` draws which runnable work runs next.
+  std::shared_ptr<Queue> legacy = std::make_shared<Queue>();
+  std::vector<std::shared_ptr<Queue>> queues{legacy};
+  std::recursive_mutex device;
+  std::mt19937_64 order{0};
+  bool order_seeded = false;
+  int not_ready_percent = 25;
 };
 
 State& state() {
@@ -111,21 +151,32 @@ bool event_is_live(cudaEvent_t event) {
   return is_live(state().events, event);
 }
 
-// Whether [ptr, ptr + bytes) lies inside pinned host memory.
-bool is_pinned(const void* ptr, size_t bytes) {
+// The pinned allocation that holds [ptr, ptr + bytes): its base (null when
+// none does) and its size.
+const char* pinned_allocation(const void* ptr, size_t bytes, size_t* allocation_bytes) {
   const char* p = static_cast<const char*>(ptr);
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.pinned.upper_bound(p);
-  if (it == s.pinned.begin()) return false;
+  if (it == s.pinned.begin()) return nullptr;
   --it;
-  return size_t(p - it->first) <= it->second && bytes <= it->second - size_t(p - it->first);
+  if (size_t(p - it->first) > it->second || bytes > it->second - size_t(p - it->first)) {
+    return nullptr;
+  }
+  *allocation_bytes = it->second;
+  return it->first;
+}
+
+bool is_pinned(const void* ptr, size_t bytes) {
+  size_t allocation_bytes = 0;
+  return pinned_allocation(ptr, bytes, &allocation_bytes) != nullptr;
 }
 
 }  // namespace
 
 struct CUstream_st {
   unsigned flags = 0;
+  std::shared_ptr<Queue> queue = std::make_shared<Queue>();
   // The capture this stream records into (its origin, or a stream that joined
   // it by waiting on an event recorded in it), and the work recorded on it.
   std::shared_ptr<Capture> capture;
@@ -136,7 +187,11 @@ struct CUstream_st {
 struct CUevent_st {
   unsigned flags = 0;
   bool recorded = false;
-  std::chrono::steady_clock::time_point time;
+  // The work its last record (outside a capture) follows, and the host time
+  // at which that record ran.
+  Mark mark;
+  std::shared_ptr<std::chrono::steady_clock::time_point> time =
+      std::make_shared<std::chrono::steady_clock::time_point>();
   // Recorded in a capture: which one, on which stream, after how much of its work.
   std::shared_ptr<Capture> capture;
   cudaStream_t stream = nullptr;
@@ -176,6 +231,188 @@ void record(cudaStream_t stream, std::function<void()> work) {
   ++stream->recorded;
 }
 
+// ---- the queues -----------------------------------------------------------------
+// A synchronizing call waits for marks: it runs the work they follow and
+// what that work waits for in turn (nothing else), one piece at a time,
+// drawn at random among the queues whose next needed piece has every mark
+// it waits for reached: any order that keeps each stream's order and the
+// events waited on. Work waits only for work queued before it, so while
+// needed work remains, some of it is runnable.
+
+// With state().mutex held.
+bool reached(const Mark& mark) {
+  return !mark.queue || mark.queue->done >= mark.count;
+}
+
+bool all_reached(const std::vector<Mark>& marks) {
+  return std::all_of(marks.begin(), marks.end(), reached);
+}
+
+// How much of each queue's work must be done for `marks` to be reached,
+// state().mutex held.
+using Needed = std::map<const Queue*, uint64_t>;
+Needed needed(std::vector<Mark> marks) {
+  Needed need;
+  while (!marks.empty()) {
+    const Mark mark = std::move(marks.back());
+    marks.pop_back();
+    if (!mark.queue) continue;
+    uint64_t& count = need[mark.queue.get()];
+    for (uint64_t i = std::max(count, mark.queue->done); i < mark.count; ++i) {
+      const std::vector<Mark>& after = mark.queue->pending[i - mark.queue->done].after;
+      marks.insert(marks.end(), after.begin(), after.end());
+    }
+    count = std::max(count, mark.count);
+  }
+  return need;
+}
+
+// A number from the queues' random sequence (seeded from schedule_seed()),
+// with state().mutex held.
+uint64_t draw() {
+  State& s = state();
+  if (!s.order_seeded) {
+    s.order.seed(mpiasr::emu::schedule_seed() ^ 0x51ea3u);
+    s.order_seeded = true;
+  }
+  return s.order();
+}
+
+void drop_if_orphaned(const std::shared_ptr<Queue>& queue) {
+  State& s = state();
+  if (queue->orphaned && queue->pending.empty()) std::erase(s.queues, queue);
+}
+
+// Runs one piece of the needed work that may run; false when none is left.
+bool run_one(const Needed& need) {
+  State& s = state();
+  std::shared_ptr<Queue> queue;
+  Work work;
+  {
+    std::lock_guard lock(s.mutex);
+    std::vector<const std::shared_ptr<Queue>*> ready;
+    for (const std::shared_ptr<Queue>& q : s.queues) {
+      const auto it = need.find(q.get());
+      if (it == need.end() || q->done >= it->second) continue;
+      if (all_reached(q->pending.front().after)) ready.push_back(&q);
+    }
+    if (ready.empty()) return false;
+    queue = *ready[draw() % ready.size()];
+    work = std::move(queue->pending.front());
+    queue->pending.pop_front();
+  }
+  const auto finish = [&] {
+    mpiasr::emu::detail::release_guard(work.guard);
+    std::lock_guard lock(s.mutex);
+    ++queue->done;
+    drop_if_orphaned(queue);
+  };
+  mpiasr::emu::detail::open_guard(work.guard);
+  try {
+    if (work.run) work.run();
+  } catch (...) {
+    finish();
+    throw;
+  }
+  finish();
+  return true;
+}
+
+// Runs queued work until every mark is reached, or `pieces` pieces of it.
+void run_until(const std::vector<Mark>& marks, uint64_t pieces = UINT64_MAX) {
+  State& s = state();
+  std::lock_guard device(s.device);
+  Needed need;
+  {
+    std::lock_guard lock(s.mutex);
+    need = needed(marks);
+  }
+  for (uint64_t i = 0; i < pieces; ++i) {
+    if (!run_one(need)) return;
+  }
+}
+
+// The marks after all work queued on `stream` so far (the legacy default
+// stream's: with the blocking streams', which it waits for), or on every
+// stream when `stream` is null and `every` is set.
+std::vector<Mark> stream_marks(cudaStream_t stream, bool every = false) {
+  std::lock_guard lock(state().mutex);
+  if (stream) return {Mark{stream->queue, stream->queue->queued}};
+  std::vector<Mark> marks;
+  for (const std::shared_ptr<Queue>& q : state().queues) {
+    if (every || q->blocking || q == state().legacy) marks.push_back({q, q->queued});
+  }
+  return marks;
+}
+
+// The mark of `event`'s last record (none when it was never recorded).
+std::vector<Mark> event_marks(cudaEvent_t event) {
+  std::lock_guard lock(state().mutex);
+  return {event->mark};
+}
+
+}  // namespace
+
+void mpiasr::emu::detail::run_queued_work() {
+  run_until(stream_marks(nullptr, true));
+}
+
+namespace {
+
+// Queues `work` on `stream`, which is not capturing, and returns the mark
+// after it. Work on the legacy default stream waits for the blocking
+// streams' work queued before it and runs before this returns (the host
+// does not get ahead of the legacy stream: tests launch there and read the
+// results at once).
+Mark enqueue(cudaStream_t stream, Work work) {
+  State& s = state();
+  Mark mark;
+  {
+    std::lock_guard lock(s.mutex);
+    const std::shared_ptr<Queue>& queue = stream ? stream->queue : s.legacy;
+    if (!stream) {
+      for (const std::shared_ptr<Queue>& q : s.queues) {
+        if (q->blocking) work.after.push_back({q, q->queued});
+      }
+    }
+    queue->pending.push_back(std::move(work));
+    mark = {queue, ++queue->queued};
+  }
+  if (!stream) run_until({mark});
+  return mark;
+}
+
+}  // namespace
+
+void mpiasr::emu::detail::queue_work(cudaStream_t stream, std::function<void()> work) {
+  if (capture_of(stream)) return record(stream, std::move(work));
+  enqueue(stream, Work{std::move(work), {}, -1});
+}
+
+namespace {
+
+// A query of the work before `marks`: cudaSuccess once it is done. While it
+// is not, a draw of not_ready_percent answers cudaErrorNotReady after
+// running up to 3 pieces of it, as a GPU still busy would; else the work is
+// run and the answer is cudaSuccess.
+cudaError_t query(const std::vector<Mark>& marks) {
+  State& s = state();
+  bool not_ready = false;
+  uint64_t pieces = 0;
+  {
+    std::lock_guard lock(s.mutex);
+    if (all_reached(marks)) return cudaSuccess;
+    not_ready = draw() % 100 < uint64_t(s.not_ready_percent);
+    pieces = draw() % 4;
+  }
+  if (!not_ready) {
+    run_until(marks);
+    return cudaSuccess;
+  }
+  run_until(marks, pieces);
+  return cudaErrorNotReady;
+}
+
 }  // namespace
 
 mpiasr::emu::ApiCounts mpiasr::emu::api_counts() {
@@ -193,6 +430,11 @@ mpiasr::emu::ApiCounts mpiasr::emu::api_counts() {
   return counts;
 }
 
+void mpiasr::emu::set_not_ready_percent(int percent) {
+  std::lock_guard lock(state().mutex);
+  state().not_ready_percent = std::clamp(percent, 0, 100);
+}
+
 void mpiasr::emu::reset_api_counts() {
   Counters& c = state().counts;
   for (std::atomic<uint64_t>* counter :
@@ -203,14 +445,6 @@ void mpiasr::emu::reset_api_counts() {
 }
 
 namespace mpiasr::emu::detail {
-
-bool stream_is_capturing(cudaStream_t stream) {
-  return stream_is_valid(stream) && capture_of(stream) != nullptr;
-}
-
-void record_work(cudaStream_t stream, std::function<void()> work) {
-  record(stream, std::move(work));
-}
 
 void count_launch() {
   ++state().counts.launches;
@@ -324,6 +558,7 @@ cudaError_t cudaDriverGetVersion(int* version) {
 cudaError_t cudaDeviceSynchronize() {
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.device_syncs;
+  mpiasr::emu::detail::run_queued_work();
   return cudaSuccess;
 }
 
@@ -350,6 +585,7 @@ cudaError_t cudaMalloc(void** ptr, size_t bytes) {
 cudaError_t cudaFree(void* ptr) {
   if (!ptr) return cudaSuccess;
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  mpiasr::emu::detail::run_queued_work();  // cudaFree synchronizes the device
   State& s = state();
   std::lock_guard lock(s.mutex);
   auto it = s.allocations.find(static_cast<const char*>(ptr));
@@ -382,8 +618,13 @@ cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags) {
   *ptr = nullptr;
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   if (bytes == 0) return cudaSuccess;
+  // Whole pages, so that guarding them while a copy is pending (pinned_guard.h)
+  // touches no other memory.
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
   void* memory = nullptr;
-  if (posix_memalign(&memory, 4096, bytes) != 0) return result(cudaErrorMemoryAllocation);
+  if (posix_memalign(&memory, page, (bytes + page - 1) / page * page) != 0) {
+    return result(cudaErrorMemoryAllocation);
+  }
   State& s = state();
   std::lock_guard lock(s.mutex);
   s.pinned[static_cast<const char*>(memory)] = bytes;
@@ -394,6 +635,7 @@ cudaError_t cudaHostAlloc(void** ptr, size_t bytes, unsigned flags) {
 cudaError_t cudaFreeHost(void* ptr) {
   if (!ptr) return cudaSuccess;
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
+  mpiasr::emu::detail::run_queued_work();  // cudaFreeHost synchronizes the device
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (s.pinned.erase(static_cast<const char*>(ptr)) == 0) return result(cudaErrorInvalidValue);
@@ -434,6 +676,23 @@ bool touches_pageable_memory(void* dst, const void* src, size_t bytes, cudaMemcp
   return false;
 }
 
+// Guards the pinned side of a copy queued on `stream` until it runs
+// (pinned_guard.h); -1 when none is guarded.
+int guard_copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, cudaStream_t stream) {
+  const bool to_host = kind == cudaMemcpyDeviceToHost;
+  if (!to_host && kind != cudaMemcpyHostToDevice) return -1;
+  const void* host = to_host ? dst : src;
+  size_t allocation_bytes = 0;
+  const char* allocation = pinned_allocation(host, bytes, &allocation_bytes);
+  if (!allocation) return -1;
+  char copy[128];
+  std::snprintf(copy, sizeof copy, "a cudaMemcpyAsync of %zu bytes %s on stream %p", bytes,
+                to_host ? "from the device into it" : "out of it to the device",
+                static_cast<void*>(stream));
+  return mpiasr::emu::detail::guard_pinned(host, bytes, allocation, allocation_bytes, to_host,
+                                           copy);
+}
+
 }  // namespace
 
 cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind,
@@ -450,12 +709,16 @@ cudaError_t cudaMemcpyAsync(void* dst, const void* src, size_t bytes, cudaMemcpy
       return result(cudaErrorStreamCaptureUnsupported);
     }
     ++state().counts.blocking_copies;
+    const Mark copied = enqueue(stream, Work{[=] { copy_bytes(dst, src, bytes); }, {}, -1});
+    run_until({copied});
+    return cudaSuccess;
   }
   if (capture_of(stream)) {
     record(stream, [=] { copy_bytes(dst, src, bytes); });
     return cudaSuccess;
   }
-  copy_bytes(dst, src, bytes);
+  const int guard = stream ? guard_copy(dst, src, bytes, kind, stream) : -1;
+  enqueue(stream, Work{[=] { copy_bytes(dst, src, bytes); }, {}, guard});
   return cudaSuccess;
 }
 
@@ -467,7 +730,7 @@ cudaError_t cudaMemcpy(void* dst, const void* src, size_t bytes, cudaMemcpyKind 
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.copies;
   if (kind != cudaMemcpyDeviceToDevice) ++state().counts.blocking_copies;
-  copy_bytes(dst, src, bytes);
+  enqueue(nullptr, Work{[=] { copy_bytes(dst, src, bytes); }, {}, -1});
   return cudaSuccess;
 }
 
@@ -476,11 +739,7 @@ cudaError_t cudaMemsetAsync(void* ptr, int value, size_t bytes, cudaStream_t str
   if (bytes == 0) return cudaSuccess;
   if (!in_device_memory(ptr, bytes)) return result(cudaErrorInvalidValue);
   ++state().counts.memsets;
-  if (capture_of(stream)) {
-    record(stream, [=] { set_bytes(ptr, value, bytes); });
-    return cudaSuccess;
-  }
-  set_bytes(ptr, value, bytes);
+  mpiasr::emu::detail::queue_work(stream, [=] { set_bytes(ptr, value, bytes); });
   return cudaSuccess;
 }
 
@@ -495,6 +754,11 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t* stream, unsigned flags) {
   if (!stream || (flags & ~cudaStreamNonBlocking)) return result(cudaErrorInvalidValue);
   auto* handle = new CUstream_st;
   handle->flags = flags;
+  handle->queue->blocking = !(flags & cudaStreamNonBlocking);
+  {
+    std::lock_guard lock(state().mutex);
+    state().queues.push_back(handle->queue);
+  }
   return add_handle(state().streams, stream, handle);
 }
 
@@ -502,7 +766,14 @@ cudaError_t cudaStreamCreate(cudaStream_t* stream) {
   return cudaStreamCreateWithFlags(stream, cudaStreamDefault);
 }
 
+// Work queued on the stream still runs; its queue goes once it has.
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
+  if (!is_live(state().streams, stream)) return result(cudaErrorInvalidResourceHandle);
+  {
+    std::lock_guard lock(state().mutex);
+    stream->queue->orphaned = true;
+    drop_if_orphaned(stream->queue);
+  }
   return destroy_handle(state().streams, stream);
 }
 
@@ -514,6 +785,7 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   }
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.stream_syncs;
+  run_until(stream_marks(stream));
   return cudaSuccess;
 }
 
@@ -523,7 +795,7 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
     capture->invalidated = true;
     return result(cudaErrorStreamCaptureUnsupported);
   }
-  return cudaSuccess;
+  return query(stream_marks(stream));
 }
 
 cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned flags) {
@@ -531,27 +803,32 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
     return result(cudaErrorInvalidResourceHandle);
   }
   if (flags != 0) return result(cudaErrorInvalidValue);
-  if (!stream) return cudaSuccess;
   State& s = state();
-  std::lock_guard lock(s.mutex);
-  if (!event->capture || !s.captures.count(event->capture)) return cudaSuccess;
-  if (!stream->capture) {
-    stream->capture = event->capture;  // joins the capture
-    stream->recorded = stream->joined_at = 0;
-  } else if (stream == stream->capture->origin && event->stream != stream) {
-    event->stream->joined_at = event->stream_recorded;  // joined back into the origin
+  Mark recorded;
+  {
+    std::lock_guard lock(s.mutex);
+    if (event->capture && s.captures.count(event->capture)) {
+      if (!stream) return cudaSuccess;
+      if (!stream->capture) {
+        stream->capture = event->capture;  // joins the capture
+        stream->recorded = stream->joined_at = 0;
+      } else if (stream == stream->capture->origin && event->stream != stream) {
+        event->stream->joined_at = event->stream_recorded;  // joined back into the origin
+      }
+      return cudaSuccess;
+    }
+    // A graph does not wait for work outside it.
+    if ((stream && stream->capture) || reached(event->mark)) return cudaSuccess;
+    recorded = event->mark;
   }
+  enqueue(stream, Work{{}, {std::move(recorded)}, -1});
   return cudaSuccess;
 }
 
 cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void* user_data) {
   if (!stream_is_valid(stream)) return result(cudaErrorInvalidResourceHandle);
   if (!fn) return result(cudaErrorInvalidValue);
-  if (capture_of(stream)) {
-    record(stream, [fn, user_data] { fn(user_data); });
-    return cudaSuccess;
-  }
-  fn(user_data);
+  mpiasr::emu::detail::queue_work(stream, [fn, user_data] { fn(user_data); });
   return cudaSuccess;
 }
 
@@ -630,7 +907,11 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream) {
     return cudaSuccess;
   }
   state().counts.graph_nodes_run += exec->work.size();
-  for (const std::function<void()>& work : exec->work) work();
+  enqueue(stream, Work{[exec] {
+                         for (const std::function<void()>& work : exec->work) work();
+                       },
+                       {},
+                       -1});
   return cudaSuccess;
 }
 
@@ -670,16 +951,21 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   if (!event_is_live(event) || !stream_is_valid(stream)) {
     return result(cudaErrorInvalidResourceHandle);
   }
-  std::lock_guard lock(state().mutex);
-  if (stream && stream->capture) {  // a node of the capture, for others to wait on
-    event->capture = stream->capture;
-    event->stream = stream;
-    event->stream_recorded = stream->recorded;
-    return cudaSuccess;
+  {
+    std::lock_guard lock(state().mutex);
+    if (stream && stream->capture) {  // a node of the capture, for others to wait on
+      event->capture = stream->capture;
+      event->stream = stream;
+      event->stream_recorded = stream->recorded;
+      return cudaSuccess;
+    }
+    event->capture = nullptr;
+    event->recorded = true;
   }
-  event->capture = nullptr;
-  event->recorded = true;
-  event->time = std::chrono::steady_clock::now();
+  const Mark mark = enqueue(
+      stream, Work{[time = event->time] { *time = std::chrono::steady_clock::now(); }, {}, -1});
+  std::lock_guard lock(state().mutex);
+  event->mark = mark;
   return cudaSuccess;
 }
 
@@ -692,10 +978,10 @@ bool recorded_in_capture(cudaEvent_t event) {
 }
 }  // namespace
 
-// Recorded work is always done: it ran when it was queued.
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!event_is_live(event)) return result(cudaErrorInvalidResourceHandle);
-  return recorded_in_capture(event) ? result(cudaErrorCapturedEvent) : cudaSuccess;
+  if (recorded_in_capture(event)) return result(cudaErrorCapturedEvent);
+  return query(event_marks(event));
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
@@ -703,6 +989,7 @@ cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   if (recorded_in_capture(event)) return result(cudaErrorCapturedEvent);
   if (unsafe_call_forbidden()) return result(cudaErrorStreamCaptureUnsupported);
   ++state().counts.event_syncs;
+  run_until(event_marks(event));
   return cudaSuccess;
 }
 
@@ -712,7 +999,11 @@ cudaError_t cudaEventElapsedTime(float* ms, cudaEvent_t start, cudaEvent_t end) 
       (start->flags & cudaEventDisableTiming) || (end->flags & cudaEventDisableTiming)) {
     return result(cudaErrorInvalidResourceHandle);
   }
-  *ms = std::chrono::duration<float, std::milli>(end->time - start->time).count();
+  {
+    std::lock_guard lock(state().mutex);
+    if (!reached(start->mark) || !reached(end->mark)) return result(cudaErrorNotReady);
+  }
+  *ms = std::chrono::duration<float, std::milli>(*end->time - *start->time).count();
   return cudaSuccess;
 }
 

@@ -23,14 +23,37 @@
 //               in a registry of their own: a copy between the device and
 //               host memory that is not pinned makes the host wait on a GPU
 //               (a pageable cudaMemcpyAsync is staged synchronously), so it
-//               is counted as a host synchronization here
-//   streams     every call runs to completion before it returns, so streams
-//               are in order and a synchronization has nothing to wait for;
-//               a stream must have been created and not destroyed. A host
-//               function (cudaLaunchHostFunc) runs at the call, or when the
-//               graph runs if the stream is capturing
-//   events      record the host time; elapsed time needs two recorded events
-//               created with timing
+//               is counted as a host synchronization here (the host waits
+//               for the copy). While a copy into or out of pinned memory is
+//               queued, a host access of its pages is reported
+//               (pinned_guard.h)
+//   streams     each stream has a queue: kernels, cuBLASLt matmuls, async
+//               copies and memsets, host functions (cudaLaunchHostFunc; the
+//               emulated NCCL's collectives are ones), graph launches,
+//               event records and waits on events are queued and return at
+//               once. Queued work runs at a synchronizing call
+//               (cudaStreamSynchronize, cudaEventSynchronize,
+//               cudaDeviceSynchronize, cudaMemcpy, cudaFree, cudaFreeHost, a
+//               pageable cudaMemcpyAsync, a query): the work the call waits
+//               for and what that work waits for, nothing else, one piece at
+//               a time in a random order (seeded by schedule_seed(), simt.h)
+//               that keeps each stream's order and the events waited on, so
+//               work on two streams is ordered only by an event. A query
+//               (cudaStreamQuery, cudaEventQuery) of work not yet run
+//               answers cudaErrorNotReady in not_ready_percent of the cases,
+//               after running up to 3 pieces of that work; otherwise it runs
+//               the work and answers cudaSuccess. The legacy default
+//               stream (null) waits for the blocking streams' work queued
+//               before (cudaStreamCreate; the project's streams are
+//               non-blocking) and runs its work before the call returns, so
+//               the host never gets ahead of it (cudaMemset, and the
+//               emulator's tests, which launch there and read the results at
+//               once). A failing kernel throws from the call that runs it. A
+//               stream must have been created and not destroyed; work queued
+//               on a destroyed stream still runs
+//   events      a record is queued work that stamps the host time when it
+//               runs; elapsed time needs two events created with timing
+//               whose records have run
 //   graphs      stream capture records what is queued on a capturing stream
 //               (kernels, cuBLAS GEMMs, async copies and memsets, graph
 //               launches) instead of running it, in issue order; streams
@@ -224,9 +247,15 @@ struct ApiCounts {
 ApiCounts api_counts();
 void reset_api_counts();
 
+// How often (in percent, 0 to 100; 25 at the start) a query of work not yet
+// done answers cudaErrorNotReady instead of running the work.
+void set_not_ready_percent(int percent);
+
 namespace detail {
 // Whether `stream` is the default stream (null) or one created and not destroyed.
 bool stream_is_valid(cudaStream_t stream);
+// Runs all queued work (what cudaDeviceSynchronize does, uncounted).
+void run_queued_work();
 }  // namespace detail
 
 }  // namespace mpiasr::emu

@@ -728,17 +728,17 @@ void set_schedule_seed(uint64_t seed) {
   seed_setting() = seed;
 }
 
-void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
-            cudaStream_t stream, void (*body)(const void*), const void* closure) {
-  detail::check_launch(site, grid, block, dynamic_shared_bytes);
-  if (!detail::stream_is_valid(stream)) {
+namespace detail {
+
+void queue_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+                  cudaStream_t stream, std::function<void()> grid_run) {
+  check_launch(site, grid, block, dynamic_shared_bytes);
+  if (!stream_is_valid(stream)) {
     launch_failed(site, "the stream was not created or has been destroyed");
   }
-  detail::count_launch();
-  detail::run_grid(site, grid, block, dynamic_shared_bytes, body, closure);
+  count_launch();
+  queue_work(stream, std::move(grid_run));
 }
-
-namespace detail {
 
 void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes) {
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;

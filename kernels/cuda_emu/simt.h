@@ -51,9 +51,10 @@
 //     block, and blocks on different OS threads race like host threads do
 //     (only atomics are atomic); fences and the weak ordering of real global
 //     memory are not modelled, nor is the absence of coherence between blocks
-//   - no timing: no clock(), events time the host; streams run each call to
-//     completion before it returns, so a missing stream or event dependency,
-//     and overlap between streams, are invisible
+//   - no timing: no clock(), events time the host; streams queue their work
+//     and a synchronizing call runs it one piece at a time in a random order
+//     that keeps stream order and events (runtime.h), so two streams' work
+//     interleaves but never runs at the same time
 //   - an idealised warp schedule: lanes run independently between
 //     collectives (as Volta's independent thread scheduling allows), never in
 //     lockstep, and only the order of whole intervals between synchronization
@@ -121,40 +122,36 @@ struct LaunchSite {
   int line;
 };
 
-// Runs `body(closure)` as every thread of a grid and returns when all are
-// done; throws Error naming the site for a bad configuration or a failure.
-void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
-            cudaStream_t stream, void (*body)(const void*), const void* closure);
-
 namespace detail {
-// The runtime's side of launches (runtime.cpp): whether `stream` is being
-// captured into a graph, recording work into that graph, and the count of
+// The runtime's side of launches (runtime.cpp): queuing work on a stream
+// (recorded into the graph when the stream is capturing; run before the
+// call returns on the legacy default stream, runtime.h), and the count of
 // launches the host issued.
-bool stream_is_capturing(cudaStream_t stream);
-void record_work(cudaStream_t stream, std::function<void()> work);
+void queue_work(cudaStream_t stream, std::function<void()> work);
 void count_launch();
 // Throws as launch() does for a bad configuration.
 void check_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes);
-// launch() without the stream and the count: what a graph replays.
+// Checks a launch on `stream` (throwing as launch() does), counts it and
+// queues `grid_run` (which runs the grid) there.
+void queue_launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
+                  cudaStream_t stream, std::function<void()> grid_run);
+// Runs `body(closure)` as every thread of a grid and returns when all are
+// done: what a queued launch does when it runs.
 void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
               void (*body)(const void*), const void* closure);
 }  // namespace detail
 
-// A launch on a capturing stream is checked now and recorded with a copy of
-// its arguments (as CUDA captures them by value), to run when the graph does.
+// Checks a launch now and queues the grid on `stream` with a copy of its
+// arguments (as CUDA takes them by value), to run when the stream's work
+// does (runtime.h); throws Error naming the site for a bad configuration,
+// and the grid, when it runs, for a failure.
 template <typename Body>
 void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared_bytes,
             cudaStream_t stream, const Body& body) {
   constexpr auto trampoline = [](const void* closure) { (*static_cast<const Body*>(closure))(); };
-  if (detail::stream_is_capturing(stream)) {
-    detail::check_launch(site, grid, block, dynamic_shared_bytes);
-    detail::count_launch();
-    detail::record_work(stream, [=, copy = body] {
-      detail::run_grid(site, grid, block, dynamic_shared_bytes, trampoline, &copy);
-    });
-    return;
-  }
-  launch(site, grid, block, dynamic_shared_bytes, stream, trampoline, &body);
+  detail::queue_launch(site, grid, block, dynamic_shared_bytes, stream, [=, copy = body] {
+    detail::run_grid(site, grid, block, dynamic_shared_bytes, trampoline, &copy);
+  });
 }
 
 // The order in which a block's threads start or resume between two barriers,

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <numeric>
 #include <vector>
 
@@ -40,6 +41,7 @@ using cuda_test::upload_float;
 constexpr double kFloatRtol = 1e-4, kFloatAtol = 1e-5;
 
 MPIASR_CUDA_TYPED_SUITE(CudaCasts);
+MPIASR_CUDA_TYPED_SUITE(CudaInput);
 MPIASR_CUDA_TYPED_SUITE(CudaElementwise);
 MPIASR_CUDA_TYPED_SUITE(CudaLinear);
 MPIASR_CUDA_TYPED_SUITE(CudaConv2d);
@@ -90,6 +92,31 @@ TYPED_TEST(CudaCasts, MatchHostConversionsExactly) {
   std::vector<float> shifted = round_trip;
   shifted[0] = 0.0f;
   EXPECT_EQ(download(be, back.get(), x.size()), shifted);
+}
+
+// upload_input double-buffers the features: six batches uploaded with no
+// host wait between, each cast on the compute stream right after its upload,
+// keep their own values; an upload into a buffer waits for the cast that
+// read it two uploads before (DESIGN.md, "A step without host
+// synchronization"). On the emulator the copy stream and the compute stream
+// interleave at random where no event orders them.
+TYPED_TEST(CudaInput, UploadsInFlightKeepTheirValues) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& be = backend<Act>();
+  constexpr size_t n = 3000;  // more than a page of pinned memory
+  std::vector<std::vector<float>> batches;
+  std::vector<std::unique_ptr<cuda_test::DeviceArray<Act>>> casts;
+  for (uint64_t batch = 0; batch < 6; ++batch) {
+    batches.push_back(act_values<Act>(n, 100 + batch));
+    casts.push_back(std::make_unique<cuda_test::DeviceArray<Act>>(be, n));
+  }
+  for (size_t batch = 0; batch < batches.size(); ++batch) {
+    be.cast_f32_to_act(casts[batch]->get(), be.upload_input(batches[batch].data(), n), n);
+  }
+  for (size_t batch = 0; batch < batches.size(); ++batch) {
+    EXPECT_EQ(download(be, casts[batch]->get(), n), batches[batch]) << "batch " << batch;
+  }
 }
 
 TYPED_TEST(CudaElementwise, MaskPadding) {

@@ -62,6 +62,7 @@ StepCounts counts_since_reset() {
 template <typename Act>
 std::vector<StepCounts> step_counts(ConformerConfig config, int steps, bool graphs = false) {
   CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  cuda_test::queries_answer_as_a_gpu_that_keeps_up();
   config.vocab_size = 12;
   config.dropout = 0.1f;
   const HostBatch batch = testing::random_batch(

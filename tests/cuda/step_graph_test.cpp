@@ -51,6 +51,7 @@ struct Trained {
 template <typename Act>
 Trained train(const std::vector<HostBatch>& batches, bool graphs) {
   CudaBackend<Act>& gpu = cuda_test::backend<Act>();
+  cuda_test::queries_answer_as_a_gpu_that_keeps_up();
   cuda_test::TrainingStep<Act> training(gpu, graph_config());
   const StepGraphCounts before = gpu.step_graph_counts();
   reset_cuda_call_counts();

@@ -108,13 +108,14 @@ TEST(EmulatedRuntime, StreamsAndEventsCheckTheirHandles) {
   ASSERT_EQ(cudaEventCreate(&never), cudaSuccess);
 
   EXPECT_EQ(cudaEventRecord(start, plain), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(start), cudaSuccess);  // a record takes the time when it runs
   std::this_thread::sleep_for(std::chrono::milliseconds(3));
   EXPECT_EQ(cudaEventRecord(end, non_blocking), cudaSuccess);
   EXPECT_EQ(cudaEventRecord(untimed), cudaSuccess);
   EXPECT_EQ(cudaStreamWaitEvent(plain, end, 0), cudaSuccess);
+  EXPECT_EQ(cudaEventSynchronize(end), cudaSuccess);
   EXPECT_EQ(cudaEventQuery(end), cudaSuccess);
   EXPECT_EQ(cudaEventQuery(never), cudaSuccess);  // nothing recorded: nothing to wait for
-  EXPECT_EQ(cudaEventSynchronize(end), cudaSuccess);
   EXPECT_EQ(cudaStreamSynchronize(plain), cudaSuccess);
   EXPECT_EQ(cudaStreamQuery(non_blocking), cudaSuccess);
   float ms = -1.0f;
@@ -143,8 +144,9 @@ TEST(EmulatedRuntime, StreamsAndEventsCheckTheirHandles) {
 }
 
 // Device d's PCI bus id is 0000:(d + 1):00.0 (one device without
-// MPIASR_EMU_DEVICES); a host function runs at its call, or at every launch
-// of the graph it was captured into.
+// MPIASR_EMU_DEVICES); a host function runs at its call on the legacy default
+// stream, or at every launch of the graph it was captured into, when the
+// stream's work runs.
 TEST(EmulatedRuntime, BusIdsAndHostFunctions) {
   char bus_id[32] = {};
   EXPECT_EQ(cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, 0), cudaSuccess);
@@ -165,6 +167,7 @@ TEST(EmulatedRuntime, BusIdsAndHostFunctions) {
   ASSERT_EQ(cudaGraphInstantiate(&exec, graph), cudaSuccess);
   EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
   EXPECT_EQ(cudaGraphLaunch(exec, stream), cudaSuccess);
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   EXPECT_EQ(calls, 3);
   EXPECT_EQ(cudaLaunchHostFunc(stream, nullptr, &calls), cudaErrorInvalidValue);
   EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
