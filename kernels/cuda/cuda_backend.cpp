@@ -74,7 +74,7 @@ CudaBackend<Act>::CudaBackend(const CudaBackendOptions& options)
   arena_ = std::make_unique<DeviceArena>(
       options.arena_bytes > 0 ? options.arena_bytes : default_arena_bytes(options.reserve_bytes));
   gemm_ = GemmContext{cublas_lt_.get(), arena_->allocate(kGemmWorkspace), kGemmWorkspace,
-                      stream_.get()};
+                      stream_.get(), &gemm_plans_};
 }
 
 template <typename Act>

@@ -227,7 +227,8 @@ class CudaBackend : public Backend<Act, float> {
   std::array<InputSlot, 2> input_slots_;
   int input_slot_ = 0;  // the slot upload_input handed out last
   CublasLtHandle cublas_lt_;
-  GemmContext gemm_;  // cublas_lt_, its workspace in the arena, stream_
+  GemmPlans gemm_plans_;
+  GemmContext gemm_;  // cublas_lt_, its workspace in the arena, stream_, gemm_plans_
   std::array<ScratchBuffer, kScratchCount> scratch_{};
   std::vector<int32_t> uploaded_lengths_;  // what the kLengths buffer holds
   int rope_frames_ = 0, rope_head_dim_ = 0;

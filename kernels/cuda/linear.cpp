@@ -24,19 +24,12 @@ void cuda_linear_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
     cuda_gemm(gemm, false, false, M, K, N, 1.0f, dout, N, weight, K, type, 0.0f, dinp, type, K);
   // dW [N, K] += dout^T [N, M] inp [M, K], accumulated in fp32; the row sums
   // of dout^T, dbias's increment, into partials [N] on the way.
-  bool bias_summed = false;
   if (dweight) {
-    if (dbias) {
-      bias_summed = cuda_gemm(gemm, true, false, N, K, M, 1.0f, dout, N, inp, K, type, 1.0f,
-                              dweight, CUDA_R_32F, K, GemmEpilogue::kRowSumsOfA, partials);
-    }
-    if (!bias_summed) {
-      cuda_gemm(gemm, true, false, N, K, M, 1.0f, dout, N, inp, K, type, 1.0f, dweight, CUDA_R_32F,
-                K);
-    }
+    cuda_gemm(gemm, true, false, N, K, M, 1.0f, dout, N, inp, K, type, 1.0f, dweight, CUDA_R_32F, K,
+              dbias ? GemmEpilogue::kRowSumsOfA : GemmEpilogue::kNone, dbias ? partials : nullptr);
   }
   if (!dbias) return;
-  if (bias_summed) {
+  if (dweight) {
     cuda_add_partials(dbias, partials, 1, N, gemm.stream);
   } else {
     cuda_add_column_sums(dbias, dout, M, N, partials, gemm.stream);

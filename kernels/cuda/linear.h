@@ -9,7 +9,8 @@
 // Null dinp, dW or dbias skip that gradient; a null bias means none. The bias
 // is added in the forward GEMM's epilogue; its gradient is summed in the dW
 // GEMM's epilogue into scratch and added to dbias (column_sums.h sums it
-// where cuBLASLt cannot, and when dW is not asked for).
+// when dW is not asked for; gemm.h says what runs where cuBLASLt has no
+// algorithm for an epilogue).
 #pragma once
 
 #include "kernels/cuda/gemm.h"

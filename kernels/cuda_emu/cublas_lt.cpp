@@ -6,7 +6,11 @@
 #include "kernels/cuda_emu/cublas_lt.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
@@ -18,6 +22,15 @@ namespace {
 
 bool is_16bit(cudaDataType type) {
   return type == CUDA_R_16F || type == CUDA_R_16BF;
+}
+
+size_t element_bytes(cudaDataType type) {
+  return type == CUDA_R_32F ? 4 : 2;
+}
+
+// The largest power of two, up to 256, that divides `value` (256 for 0).
+uint64_t alignment_of(uint64_t value) {
+  return value == 0 ? 256 : std::min<uint64_t>(256, value & (~value + 1));
 }
 
 // Elements a column-major rows x cols matrix with leading dimension ld spans.
@@ -74,6 +87,62 @@ bool has_bias_gradient(cublasLtEpilogue_t epilogue) {
   return epilogue == CUBLASLT_EPILOGUE_BGRADA || epilogue == CUBLASLT_EPILOGUE_BGRADB;
 }
 
+// What the algorithm the emulated heuristic finds needs (cublas_lt.h): the
+// alignment in bytes of A, B, C, D and the bias vector, and the call it was
+// found for (types, transposes, epilogue). Kept in cublasLtMatmulAlgo_t.
+struct AlgoNeeds {
+  uint64_t signature = 0;
+  uint64_t alignment[5] = {1, 1, 1, 1, 1};  // A, B, C, D, bias
+};
+constexpr uint64_t kAlgoMagic = 0x6d70696173724c74;  // marks an algorithm the heuristic found
+const char* const kOperandNames[5] = {"A", "B", "C", "D", "the bias vector"};
+
+uint64_t signature_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
+                      cublasLtMatrixLayout_t d) {
+  return uint64_t(a->type) | uint64_t(d->type) << 8 | uint64_t(desc->transa) << 16 |
+         uint64_t(desc->transb) << 18 | uint64_t(desc->epilogue) << 20;
+}
+
+AlgoNeeds needs_of(cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a, cublasLtMatrixLayout_t b,
+                   cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
+                   const cublasLtMatmulPreferenceOpaque_t& preference) {
+  AlgoNeeds needs;
+  needs.signature = signature_of(desc, a, d);
+  const cublasLtMatrixLayout_t layouts[4] = {a, b, c, d};
+  for (int x = 0; x < 4; ++x) {
+    needs.alignment[x] = std::clamp<uint64_t>(
+        preference.min_alignment[x], 1,
+        alignment_of(uint64_t(layouts[x]->ld) * element_bytes(layouts[x]->type)));
+  }
+  needs.alignment[4] = alignment_of(reinterpret_cast<uintptr_t>(desc->bias));
+  return needs;
+}
+
+cublasLtMatmulAlgo_t algo_of(const AlgoNeeds& needs) {
+  cublasLtMatmulAlgo_t algo{};
+  algo.data[0] = kAlgoMagic;
+  algo.data[1] = needs.signature;
+  std::copy(needs.alignment, needs.alignment + 5, algo.data + 2);
+  return algo;
+}
+
+// Whether MPIASR_EMU_CUBLASLT_NO_ALGO asks the heuristic to find nothing for `epilogue`.
+bool no_algorithm_asked(cublasLtEpilogue_t epilogue) {
+  const char* value = std::getenv("MPIASR_EMU_CUBLASLT_NO_ALGO");
+  if (!value || !*value) return false;
+  const char* name = epilogue == CUBLASLT_EPILOGUE_DEFAULT     ? "DEFAULT"
+                     : epilogue == CUBLASLT_EPILOGUE_RELU      ? "RELU"
+                     : epilogue == CUBLASLT_EPILOGUE_BIAS      ? "BIAS"
+                     : epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "RELU_BIAS"
+                     : epilogue == CUBLASLT_EPILOGUE_BGRADA    ? "BGRADA"
+                                                               : "BGRADB";
+  std::istringstream list(value);
+  for (std::string item; std::getline(list, item, ',');) {
+    if (item == "all" || item == name) return true;
+  }
+  return false;
+}
+
 cublasStatus_t check(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
                      cublasLtMatrixLayout_t b, cublasLtMatrixLayout_t c, cublasLtMatrixLayout_t d,
                      Matmul* out) {
@@ -114,6 +183,11 @@ cublasStatus_t check(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasL
       return CUBLAS_STATUS_NOT_SUPPORTED;
     }
     mm.bias_type = d->type;
+  }
+  // The bias gradients' forms with kernels (cublas_lt.h).
+  if ((mm.epilogue == CUBLASLT_EPILOGUE_BGRADA && mm.ta) ||
+      (mm.epilogue == CUBLASLT_EPILOGUE_BGRADB && !mm.tb)) {
+    return CUBLAS_STATUS_NOT_SUPPORTED;
   }
   *out = mm;
   return CUBLAS_STATUS_SUCCESS;
@@ -292,8 +366,17 @@ cublasStatus_t cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t p
                                                     cublasLtMatmulPreferenceAttributes_t attr,
                                                     const void* buf, size_t size) {
   if (!pref) return CUBLAS_STATUS_INVALID_VALUE;
-  if (attr != CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES) return CUBLAS_STATUS_NOT_SUPPORTED;
-  return set(&pref->max_workspace_bytes, buf, size);
+  switch (attr) {
+    case CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES:
+      return set(&pref->max_workspace_bytes, buf, size);
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES:
+    case CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES:
+      return set(&pref->min_alignment[attr - CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES], buf,
+                 size);
+  }
+  return CUBLAS_STATUS_NOT_SUPPORTED;
 }
 
 cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
@@ -308,7 +391,9 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   Matmul mm;
   const cublasStatus_t status = check(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, &mm);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
+  if (no_algorithm_asked(mm.epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = cublasLtMatmulHeuristicResult_t{};
+  results[0].algo = algo_of(needs_of(desc, Adesc, Bdesc, Cdesc, Ddesc, *preference));
   results[0].state = CUBLAS_STATUS_SUCCESS;
   results[0].wavesCount = 1.0f;
   *return_algo_count = 1;
@@ -319,14 +404,36 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               const void* A, cublasLtMatrixLayout_t Adesc, const void* B,
                               cublasLtMatrixLayout_t Bdesc, const void* beta, const void* C,
                               cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
-                              const cublasLtMatmulAlgo_t*, void* workspace, size_t workspace_bytes,
-                              cudaStream_t stream) {
+                              const cublasLtMatmulAlgo_t* algo, void* workspace,
+                              size_t workspace_bytes, cudaStream_t stream) {
   Matmul mm;
   const cublasStatus_t status = check(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, &mm);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
   if (!alpha || !beta || (!workspace && workspace_bytes > 0) ||
       !mpiasr::emu::detail::stream_is_valid(stream)) {
     return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const AlgoNeeds needs =
+      algo ? AlgoNeeds{}
+           : needs_of(desc, Adesc, Bdesc, Cdesc, Ddesc, cublasLtMatmulPreferenceOpaque_t{});
+  if (algo && (algo->data[0] != kAlgoMagic || algo->data[1] != signature_of(desc, Adesc, Ddesc))) {
+    std::fprintf(stderr,
+                 "cuBLASLt (emulated): cublasLtMatmul with an algorithm the heuristic found for "
+                 "other types, transposes or epilogue\n");
+    return CUBLAS_STATUS_INVALID_VALUE;
+  }
+  const uint64_t* alignment = algo ? algo->data + 2 : needs.alignment;
+  const void* const operands[5] = {A, B, C, D, desc->bias};
+  for (int x = 0; x < 5; ++x) {
+    if (x == 4 && !has_bias(mm.epilogue) && !has_bias_gradient(mm.epilogue)) continue;
+    if (reinterpret_cast<uintptr_t>(operands[x]) % alignment[x] != 0) {
+      std::fprintf(stderr,
+                   "cuBLASLt (emulated): %s at %p is not aligned to the %llu bytes its algorithm "
+                   "needs (the heuristic assumed them: CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, "
+                   "the bias pointer it was asked with)\n",
+                   kOperandNames[x], operands[x], static_cast<unsigned long long>(alignment[x]));
+      return CUBLAS_STATUS_INVALID_VALUE;
+    }
   }
   mpiasr::emu::detail::count_launch();
   if (mm.m == 0 || mm.n == 0) return CUBLAS_STATUS_SUCCESS;

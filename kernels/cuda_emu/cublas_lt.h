@@ -19,11 +19,43 @@
 // bias being CUBLASLT_MATMUL_DESC_BIAS_POINTER. Other data, compute or scale
 // types, epilogues, bias types and attributes give CUBLAS_STATUS_NOT_SUPPORTED;
 // shapes that do not fit, a wrong attribute size or a missing bias pointer
-// CUBLAS_STATUS_INVALID_VALUE. The heuristic finds one algorithm exactly
-// when the matmul would run, and the matmul accepts a null algorithm. Work
-// runs before the call returns, or is recorded (with alpha and beta as they
-// are now) when the stream is capturing a graph (runtime.h); each matmul
-// counts as one launch. The workspace is only checked.
+// CUBLAS_STATUS_INVALID_VALUE. Work runs before the call returns, or is
+// recorded (with alpha and beta as they are now) when the stream is capturing
+// a graph (runtime.h); each matmul counts as one launch. The workspace is
+// only checked.
+//
+// Strict where cuBLASLt's documentation (cublasLt.h of CUDA 13.0, whose
+// comments are the reference's text) leaves the real library free to fail:
+// - Alignment. The heuristic does not see the matrices' pointers; it assumes
+//   each of A, B, C and D aligned to its CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_
+//   <X>_BYTES ("Selecting a smaller value will exclude algorithms that can
+//   not work with matrix <X> that is not as strictly aligned as they need",
+//   default 256), and an algorithm's alignment applies to "buffer pointer,
+//   leading dimension" (CUBLASLT_ALGO_CAP_MIN_ALIGNMENT_<X>_BYTES). The
+//   emulated heuristic returns the worst algorithm that allows: one that
+//   needs each matrix aligned to min(preference, the alignment of its leading
+//   dimension in bytes) and the bias vector as aligned as the pointer it was
+//   asked with (CUBLASLT_MATMUL_DESC_BIAS_POINTER: the heuristic "depend[s] on
+//   its value to determine expected pointer alignment"). cublasLtMatmul
+//   refuses a pointer less aligned than its algorithm needs, or an algorithm
+//   found for other types, transposes or epilogue, with
+//   CUBLAS_STATUS_INVALID_VALUE ("parameters are in conflict") and a line on
+//   stderr naming the matrix; a null algorithm needs what the heuristic
+//   would assume by default. The leading dimensions' multiples of 16 bytes
+//   that cuBLAS's "Tensor Core Usage" names are a condition of speed, not
+//   of success, and are not required.
+// - Bias gradients. The documentation does not list the transposes BGRADA
+//   and BGRADB have kernels for; the heuristic here finds BGRADB only with
+//   op(B) = B^T and BGRADA only with op(A) = A, the forms in which
+//   consecutive bias elements sum consecutive memory (BGRADB with B^T is the
+//   form an H200 ran for kernels/cuda/linear.cpp). Stricter than the
+//   documentation: another form is to be tried on hardware first.
+// - No algorithm on request. MPIASR_EMU_CUBLASLT_NO_ALGO makes the heuristic
+//   answer CUBLAS_STATUS_NOT_SUPPORTED with no algorithm ("no heuristic
+//   function available for current configuration"), as a real GPU may for
+//   some epilogues, types and leading dimensions: `all` for every call, or a
+//   comma-separated list of epilogues (DEFAULT, RELU, BIAS, RELU_BIAS,
+//   BGRADA, BGRADB) for the calls with those; read at every query.
 #pragma once
 
 #include <cstddef>
@@ -68,6 +100,10 @@ typedef enum {
 
 typedef enum {
   CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7,
+  CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8,
 } cublasLtMatmulPreferenceAttributes_t;
 
 struct cublasLtContext;
@@ -93,6 +129,7 @@ typedef cublasLtMatrixLayoutOpaque_t* cublasLtMatrixLayout_t;
 
 struct cublasLtMatmulPreferenceOpaque_t {
   uint64_t max_workspace_bytes = 0;
+  uint32_t min_alignment[4] = {256, 256, 256, 256};  // A, B, C, D, in bytes
 };
 typedef cublasLtMatmulPreferenceOpaque_t* cublasLtMatmulPreference_t;
 

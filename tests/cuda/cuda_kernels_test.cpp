@@ -174,6 +174,52 @@ TYPED_TEST(CudaLinear, ForwardAndBackwardAccumulateLikeCpu) {
   expect_close(download(be, d_db->get(), db0.size()), expected_db, kFloatRtol, 1e-4, "dbias");
 }
 
+// Every operand 16 bytes past a 256-byte boundary (arena allocations start
+// on one) with leading dimensions of 256 bytes: cuBLASLt may only pick
+// algorithms that work at 16 bytes, if cuda_gemm tells its heuristic so.
+TYPED_TEST(CudaLinear, OperandsAlignedTo16BytesOnlyMatchCpu) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& be = backend<Act>();
+  const int M = 40, K = 128, N = 64;
+  const size_t act_pad = 16 / sizeof(Act), float_pad = 16 / sizeof(float);
+  const auto inp = act_values<Act>(size_t(M) * K, 40), w = act_values<Act>(size_t(N) * K, 41);
+  const auto bias = act_values<Act>(size_t(N), 42), dout = act_values<Act>(size_t(M) * N, 43);
+  const auto dw0 = random_floats(size_t(N) * K, 44), db0 = random_floats(size_t(N), 45);
+  const auto padded = [](const std::vector<float>& x, size_t pad) {
+    std::vector<float> out(pad, 0.0f);
+    out.insert(out.end(), x.begin(), x.end());
+    return out;
+  };
+  auto d_inp = upload<Act>(be, padded(inp, act_pad)), d_w = upload<Act>(be, padded(w, act_pad));
+  auto d_bias = upload<Act>(be, padded(bias, act_pad));
+  auto d_dout = upload<Act>(be, padded(dout, act_pad));
+  auto d_dw = upload_float(be, padded(dw0, float_pad));
+  auto d_db = upload_float(be, padded(db0, float_pad));
+  cuda_test::DeviceArray<Act> out(be, act_pad + size_t(M) * N), dinp(be, act_pad + size_t(M) * K);
+  Act* const out_at = out.get() + act_pad;
+  Act* const dinp_at = dinp.get() + act_pad;
+  const Act *inp_at = d_inp->get() + act_pad, *w_at = d_w->get() + act_pad;
+  const Act *bias_at = d_bias->get() + act_pad, *dout_at = d_dout->get() + act_pad;
+  float* const dw_at = d_dw->get() + float_pad;
+  float* const db_at = d_db->get() + float_pad;
+
+  be.linear_forward(out_at, inp_at, w_at, bias_at, M, K, N);
+  std::vector<float> expected_out(size_t(M) * N);
+  cpu().linear_forward(expected_out.data(), inp.data(), w.data(), bias.data(), M, K, N);
+  expect_close(download(be, out_at, expected_out.size()), expected_out, kActRtol<Act>,
+               kActAtol<Act>, "out");
+
+  be.linear_backward(dinp_at, dw_at, db_at, dout_at, inp_at, w_at, M, K, N);
+  std::vector<float> expected_dinp(size_t(M) * K), expected_dw = dw0, expected_db = db0;
+  cpu().linear_backward(expected_dinp.data(), expected_dw.data(), expected_db.data(), dout.data(),
+                        inp.data(), w.data(), M, K, N);
+  expect_close(download(be, dinp_at, expected_dinp.size()), expected_dinp, kActRtol<Act>,
+               kActAtol<Act>, "dinp");
+  expect_close(download(be, dw_at, dw0.size()), expected_dw, kFloatRtol, 1e-4, "dweight");
+  expect_close(download(be, db_at, db0.size()), expected_db, kFloatRtol, 1e-4, "dbias");
+}
+
 // With the default chunking (all images at once) and with one image per chunk.
 TYPED_TEST(CudaConv2d, ForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();

@@ -8,7 +8,11 @@
 // no call that makes the host wait (a synchronization, a copy from or to
 // pageable memory), and as many launches as the backend counted. The launch
 // counts of `tiny` and of `large`'s structure (18 blocks, narrow) are printed
-// and recorded as test properties for the table of docs/gpu.md.
+// and recorded as test properties for the table of docs/gpu.md. cuBLASLt's
+// descriptors and heuristic queries are made on a GEMM shape's first call
+// (kernels/cuda/gemm.cpp) of the test process's backend: the first step of
+// the first test of a precision makes them, later steps none (where each call
+// made its own, a step made five descriptors and one query per GEMM).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -31,6 +35,7 @@ namespace {
 // Launches and host waits of one step, by both counts where there are two.
 struct StepCounts {
   uint64_t launches = 0, host_waits = 0, graph_launches = 0;
+  uint64_t gemm_calls = 0, gemm_descriptors = 0, gemm_heuristic_queries = 0;
   uint64_t runtime_launches = 0, runtime_host_syncs = 0;  // the emulated runtime's
 };
 
@@ -47,6 +52,9 @@ StepCounts counts_since_reset() {
   counts.launches = backend.launches;
   counts.host_waits = backend.host_waits;
   counts.graph_launches = backend.graph_launches;
+  counts.gemm_calls = backend.gemm_calls;
+  counts.gemm_descriptors = backend.gemm_descriptors;
+  counts.gemm_heuristic_queries = backend.gemm_heuristic_queries;
 #ifdef MPIASR_CUDA_EMU
   const emu::ApiCounts runtime = emu::api_counts();
   counts.runtime_launches = runtime.launches;
@@ -93,6 +101,11 @@ std::vector<StepCounts> step_counts(ConformerConfig config, int steps, bool grap
 void check_steady_steps(const std::vector<StepCounts>& counts, const std::string& what) {
   ASSERT_GE(counts.size(), 3u);
   const StepCounts& steady = counts.back();
+  for (size_t step = 1; step < counts.size(); ++step) {
+    EXPECT_GT(counts[step].gemm_calls, 0u) << what << ": step " << step;
+    EXPECT_EQ(counts[step].gemm_descriptors, 0u) << what << ": step " << step;
+    EXPECT_EQ(counts[step].gemm_heuristic_queries, 0u) << what << ": step " << step;
+  }
   for (size_t step = 2; step < counts.size(); ++step) {
     EXPECT_EQ(counts[step].host_waits, 0u) << what << ": step " << step;
     EXPECT_EQ(counts[step].launches, steady.launches) << what << ": step " << step;
@@ -108,6 +121,14 @@ void check_steady_steps(const std::vector<StepCounts>& counts, const std::string
       what.c_str(), static_cast<unsigned long long>(steady.launches),
       static_cast<unsigned long long>(steady.graph_launches),
       static_cast<unsigned long long>(steady.host_waits));
+  std::printf(
+      "%s: %llu GEMM calls per step; cuBLASLt descriptors and heuristic queries %llu and %llu in "
+      "the first step, none after (one set per call: %llu and %llu every step)\n",
+      what.c_str(), static_cast<unsigned long long>(steady.gemm_calls),
+      static_cast<unsigned long long>(counts[0].gemm_descriptors),
+      static_cast<unsigned long long>(counts[0].gemm_heuristic_queries),
+      static_cast<unsigned long long>(5 * steady.gemm_calls),
+      static_cast<unsigned long long>(steady.gemm_calls));
   ::testing::Test::RecordProperty(what + "_launches_per_step", int(steady.launches));
 }
 

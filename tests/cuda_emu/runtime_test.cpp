@@ -308,6 +308,11 @@ TEST(EmulatedCublasLt, MatmulsMatchTheColumnMajorDefinition) {
       for (bool tb : {false, true}) {
         for (bool half_c : {true, false}) {
           for (float beta : {0.0f, 0.5f}) {
+            // The bias gradients' other forms have no algorithm (cublas_lt_test.cpp).
+            if ((epilogue == CUBLASLT_EPILOGUE_BGRADA && ta) ||
+                (epilogue == CUBLASLT_EPILOGUE_BGRADB && !tb)) {
+              continue;
+            }
             const int lda = (ta ? k : m) + 2, ldb = (tb ? n : k) + 1, ldc = m + 3;
             const std::vector<float> A = random_halves(size_t(lda) * (ta ? m : k), 1);
             const std::vector<float> B = random_halves(size_t(ldb) * (tb ? k : n), 2);
