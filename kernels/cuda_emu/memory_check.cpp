@@ -65,6 +65,13 @@ std::atomic<bool>& racecheck_setting() {
 }
 
 std::atomic<bool> any_tracked{false};
+// Whether an access may need more than AddressSanitizer's check: an
+// allocation is tracked, or racecheck is on (read with one relaxed load).
+bool deep_checks = false;
+
+void need_deep_checks() {
+  __atomic_store_n(&deep_checks, true, __ATOMIC_RELAXED);
+}
 
 // The tracked allocation holding [p, p + n), as last found by this OS thread,
 // and the last two ranges found to hold none (fiber stacks, host memory).
@@ -215,10 +222,7 @@ __attribute__((no_sanitize_address)) inline void check_access(const void* p, siz
     void* frame = __builtin_frame_address(0);
     __asan_report_error(pc, frame, frame, address, kind != AccessKind::kRead, n);
   }
-  if (any_tracked.load(std::memory_order_relaxed) ||
-      racecheck_setting().load(std::memory_order_relaxed)) {
-    check_kernel_access(p, n, kind);
-  }
+  if (__atomic_load_n(&deep_checks, __ATOMIC_RELAXED)) check_kernel_access(p, n, kind);
 }
 
 }  // namespace
@@ -232,11 +236,14 @@ void set_initcheck(bool enabled) {
 }
 
 bool racecheck_enabled() {
-  return racecheck_setting();
+  const bool enabled = racecheck_setting();
+  if (enabled) need_deep_checks();
+  return enabled;
 }
 
 void set_racecheck(bool enabled) {
   racecheck_setting() = enabled;
+  if (enabled) need_deep_checks();
 }
 
 namespace detail {
@@ -263,6 +270,7 @@ void track_allocation(void* base, size_t bytes) {
   r.allocations[static_cast<const char*>(base)] = tracked;
   r.generation.fetch_add(1, std::memory_order_release);
   any_tracked = true;
+  need_deep_checks();
 }
 
 void untrack_allocation(void* base) {
