@@ -1,5 +1,5 @@
 // Checks of device memory for the emulation build: what compute-sanitizer's
-// initcheck does on a GPU.
+// initcheck and racecheck do on a GPU.
 //
 // Fresh device memory (each cudaMalloc up to kFilledAllocationBytes, and each
 // device-arena allocation as it is handed out) is filled with 0xFF bytes,
@@ -13,9 +13,14 @@
 // collectives); a kernel that reads a byte never written fails its launch
 // with the kernel's name, the offset and the size of the allocation.
 // kernels/cuda is compiled with every load and store a call (GCC's
-// kernel-address instrumentation in its outline form), answered here: the
+// ThreadSanitizer instrumentation, without its runtime), answered here: the
 // access is checked against AddressSanitizer's shadow as inline
 // instrumentation would, then against the bitmap.
+//
+// racecheck (the variable MPIASR_EMU_RACECHECK=1, or set_racecheck): every
+// load, store and atomic of a kernel in shared memory, and in the device
+// allocations made while it is on, is checked against the shadow of the
+// bytes it touches (racecheck.h); a race fails the launch.
 #pragma once
 
 #include <cstddef>
@@ -31,6 +36,10 @@ constexpr unsigned char kUnwrittenFill = 0xFF;
 bool initcheck_enabled();
 // Applies to allocations made after the call.
 void set_initcheck(bool enabled);
+
+bool racecheck_enabled();
+// Applies to launches, and to allocations, made after the call.
+void set_racecheck(bool enabled);
 
 namespace detail {
 // A device allocation begins or ends (cudaMalloc, cudaFree).

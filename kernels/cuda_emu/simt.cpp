@@ -16,6 +16,11 @@
 //             its whole block on one fiber
 //   barrier   when the queue is empty and every thread waits at the same
 //             __syncthreads, all are queued again in a new order
+//   racecheck when the launch runs under it, each thread's vector clock over
+//             its warp's lanes (racecheck.h): at the block's start each own
+//             clock is 1 and the others 0; a barrier's release sets every own
+//             clock past the largest of the block; a completed collective
+//             joins the clocks of its lanes and advances each own
 //   errors    a misuse found inside a fiber records the message and unwinds
 //             that fiber's stack (an Abandon exception, caught at its base);
 //             the scheduler then resumes every other waiting fiber with the
@@ -44,6 +49,8 @@
 #include <thread>
 #include <vector>
 
+#include "kernels/cuda_emu/memory_check.h"
+#include "kernels/cuda_emu/racecheck.h"
 #include "kernels/cuda_emu/runtime.h"
 #include "src/base/error.h"
 
@@ -131,6 +138,8 @@ struct Launch {
   Schedule schedule;
   uint64_t seed;
   uint64_t number;  // detail::launch_number()
+  bool racecheck;
+  uint32_t first_block;  // racecheck's serial of block 0
 };
 
 struct Fiber {
@@ -164,6 +173,11 @@ struct SharedVariable {
 };
 
 void fiber_main(fc::transfer_t from);
+
+std::string race_clocks_exhausted() {
+  return "racecheck: the block passed more than " + std::to_string(detail::kMaxRaceClock) +
+         " synchronization points, more than its clocks hold";
+}
 
 // Runs blocks on the OS thread that owns it, one at a time.
 class Runner {
@@ -221,6 +235,9 @@ class Runner {
   bool run_thread(int thread);
   void thread_exited(int thread);
   void complete(const WarpGroup& group);
+  void start_race_clocks(uint64_t linear);
+  void advance_race_interval();
+  void join_race_clocks(const WarpGroup& group);
   unsigned lanes_of(int warp) const;
   std::string describe_deadlock() const;
 
@@ -245,6 +262,14 @@ class Runner {
   size_t shared_extent_ = 0;  // arena bytes in use
   size_t poisoned_extent_ = 0;
   std::vector<SharedVariable> variables_;
+
+  // racecheck: clocks_[32 t + lane] is what thread t knows of the clock of
+  // lane `lane` of its warp; max_clock_ the largest of the block.
+  detail::RaceView race_view_;
+  std::vector<uint32_t> clocks_;
+  uint32_t max_clock_ = 0;
+  std::vector<detail::RaceCell>
+      shared_cells_;  // kSharedArenaBytes, at the first block under racecheck
 
   // Fibers, and the scheduler's context while a fiber runs.
   std::vector<Fiber*> fibers_, idle_;
@@ -291,6 +316,10 @@ void Runner::set_thread_index(int thread) {
   const unsigned t = unsigned(thread), x = launch_->block.x, y = launch_->block.y;
   threadIdx = {t % x, (t / x) % y, t / (x * y)};
   current_ = thread;
+  if (launch_->racecheck) {
+    race_view_.thread = t;
+    race_view_.clocks = clocks_.data() + size_t(kWarp) * t;
+  }
 }
 
 // The scheduler switches to the fiber of `thread` (a new thread takes an idle one).
@@ -302,6 +331,7 @@ void Runner::resume(int thread) {
   }
   Fiber* fiber = state.fiber;
   set_thread_index(thread);
+  race_view_.stack = fiber->stack;
   void* fake_stack = nullptr;
   start_switch(&fake_stack, fiber->stack, kStackBytes);
   fiber->context = fc::jump_fcontext(fiber->context, nullptr).fctx;
@@ -378,6 +408,8 @@ std::string Runner::run_block(const Launch& launch, uint64_t linear) {
   random_.seed(seed);
   error_.clear();
   reset_shared();
+  if (launch.racecheck) start_race_clocks(linear);
+  detail::running_race_view = launch.racecheck ? &race_view_ : nullptr;
   fill_queue();
   try {
     while (error_.empty()) {
@@ -388,6 +420,7 @@ std::string Runner::run_block(const Launch& launch, uint64_t linear) {
       } else if (at_barrier_ == n) {
         at_barrier_ = 0;
         ++interval_;
+        if (launch.racecheck) advance_race_interval();
         fill_queue();
       } else {
         error_ = describe_deadlock();
@@ -403,6 +436,7 @@ std::string Runner::run_block(const Launch& launch, uint64_t linear) {
     }
     abandoning_ = false;
   }
+  detail::running_race_view = nullptr;
   launch_ = nullptr;
   return error_;
 }
@@ -569,11 +603,66 @@ void Runner::complete(const WarpGroup& group) {
         group.op == WarpOp::kBallot || group.op == WarpOp::kSyncWarp || group.op == WarpOp::kWmma;
     thread.result = vote ? ballot : threads_[size_t(base + source)].deposit;
   }
+  if (launch_->racecheck) join_race_clocks(group);
   const size_t from = queue_.size();
   for (int lane = 0; lane < kWarp; ++lane) {
     if (group.mask >> lane & 1u) queue_.push_back(base + lane);
   }
   order_queue(from);
+}
+
+void Runner::start_race_clocks(uint64_t linear) {
+  const Launch& launch = *launch_;
+  if (shared_cells_.empty()) shared_cells_.resize(kSharedArenaBytes);
+  clocks_.assign(size_t(kWarp) * size_t(launch.threads), 0);
+  for (int t = 0; t < launch.threads; ++t) clocks_[size_t(kWarp * t + t % kWarp)] = 1;
+  max_clock_ = 1;
+  race_view_ = {uint32_t(launch.first_block + linear),
+                launch.first_block,
+                0,
+                1,
+                clocks_.data(),
+                launch.grid.x,
+                launch.grid.y,
+                launch.block.x,
+                launch.block.y,
+                arena_,
+                kSharedArenaBytes,
+                shared_cells_.data(),
+                nullptr,
+                kStackBytes};
+}
+
+// Every own clock passes every clock the block has had, so what any thread
+// did before the barrier is ordered before what any does after it.
+void Runner::advance_race_interval() {
+  if (max_clock_ == detail::kMaxRaceClock) {
+    error_ = "block " + coordinates(blockIdx) + ": " + race_clocks_exhausted();
+    return;
+  }
+  const uint32_t next = ++max_clock_;
+  for (int t = 0; t < launch_->threads; ++t) clocks_[size_t(kWarp * t + t % kWarp)] = next;
+  race_view_.interval = next;
+}
+
+// Each lane of the collective learns what every other lane of its mask knew,
+// then its own clock advances.
+void Runner::join_race_clocks(const WarpGroup& group) {
+  uint32_t joined[kWarp] = {};
+  const size_t base = size_t(kWarp) * size_t(kWarp * group.warp);
+  for (int lane = 0; lane < kWarp; ++lane) {
+    if (!(group.mask >> lane & 1u)) continue;
+    const uint32_t* known = clocks_.data() + base + size_t(kWarp * lane);
+    for (int other = 0; other < kWarp; ++other)
+      joined[other] = std::max(joined[other], known[other]);
+  }
+  for (int lane = 0; lane < kWarp; ++lane) {
+    if (!(group.mask >> lane & 1u)) continue;
+    uint32_t* known = clocks_.data() + base + size_t(kWarp * lane);
+    std::copy(joined, joined + kWarp, known);
+    max_clock_ = std::max(max_clock_, ++known[lane]);
+  }
+  if (max_clock_ > detail::kMaxRaceClock) fail(race_clocks_exhausted());
 }
 
 std::string Runner::describe_deadlock() const {
@@ -765,16 +854,31 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
               void (*body)(const void*), const void* closure) {
   check_launch(site, grid, block, dynamic_shared_bytes);
   const uint64_t threads = uint64_t(block.x) * block.y * block.z;
+  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
+  const bool racecheck = racecheck_enabled();
+  // racecheck tells blocks apart by a serial unique in the process.
+  static std::atomic<uint64_t> next_block_serial{1};
+  const uint64_t first_block = racecheck ? next_block_serial.fetch_add(blocks) : 0;
+  if (racecheck && first_block + blocks > UINT32_MAX) {
+    launch_failed(site, "racecheck: the process has run more than 2^32 - 1 blocks under it");
+  }
   static std::atomic<uint64_t> launches{0};
-  const Launch launch{grid,      block,        dynamic_shared_bytes,    body,
-                      closure,   int(threads), schedule_setting.load(), seed_setting().load(),
-                      ++launches};
+  const Launch launch{grid,
+                      block,
+                      dynamic_shared_bytes,
+                      body,
+                      closure,
+                      int(threads),
+                      schedule_setting.load(),
+                      seed_setting().load(),
+                      ++launches,
+                      racecheck,
+                      uint32_t(first_block)};
   static std::once_flag seed_printed;
   std::call_once(seed_printed, [&] {
     std::fprintf(stderr, "SIMT emulator: schedule seed %llu (%s)\n",
                  static_cast<unsigned long long>(launch.seed), kSeedVariable);
   });
-  const uint64_t blocks = uint64_t(grid.x) * grid.y * grid.z;
   std::string error;
   if (blocks == 1) {
     error = runner.run_block(launch, 0);
@@ -824,6 +928,8 @@ uint64_t launch_number() {
 void fail_kernel(const std::string& what) {
   kernel_runner(what.c_str()).fail_kernel(what);
 }
+
+thread_local constinit const RaceView* running_race_view = nullptr;
 
 }  // namespace detail
 

@@ -50,7 +50,11 @@
 //   - no memory model: every store is visible at once to every thread of the
 //     block, and blocks on different OS threads race like host threads do
 //     (only atomics are atomic); fences and the weak ordering of real global
-//     memory are not modelled, nor is the absence of coherence between blocks
+//     memory are not modelled, nor is the absence of coherence between blocks.
+//     What is modelled, under racecheck (racecheck.h): which accesses
+//     barriers and warp collectives order, so two accesses to one byte that
+//     nothing orders (one of them a write, not both atomics) are reported,
+//     whatever order this run gave them
 //   - no timing: no clock(), events time the host; streams queue their work
 //     and a synchronizing call runs it one piece at a time in a random order
 //     that keeps stream order and events (runtime.h), so two streams' work
@@ -60,6 +64,7 @@
 //     lockstep, and only the order of whole intervals between synchronization
 //     points (barriers and collectives) varies; a race inside one interval that needs an
 //     interleaving at a finer grain, or that this run's order happens to hide, goes unseen
+//     unless racecheck is on
 //   - host arithmetic: math functions are glibc's and the host compiler does
 //     not contract a * b + c into FMA as nvcc does, so results may differ from
 //     the GPU's in the last bits
@@ -292,8 +297,15 @@ inline void __syncwarp(unsigned mask = 0xffffffffu,
 // ---- atomics (global or shared memory; they return the old value) ------------
 
 namespace mpiasr::emu::detail {
+// The check of an atomic's access (memory_check.cpp): AddressSanitizer's, and
+// racecheck's, to which an atomic races with no other atomic.
+void atomic_access(void* address, size_t bytes);
+
+// Not instrumented itself (its loads and stores are the one atomic access
+// checked first).
 template <typename T, typename Op>
-T atomic_update(T* address, Op op) {
+__attribute__((no_sanitize("address", "thread"))) T atomic_update(T* address, Op op) {
+  atomic_access(address, sizeof(T));
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   T old = __atomic_load_n(address, __ATOMIC_RELAXED);
   while (!__atomic_compare_exchange_n(address, &old, op(old), true, __ATOMIC_SEQ_CST,
