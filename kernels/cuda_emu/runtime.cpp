@@ -283,6 +283,25 @@ void drop_if_orphaned(const std::shared_ptr<Queue>& queue) {
   if (queue->orphaned && queue->pending.empty()) std::erase(s.queues, queue);
 }
 
+// Drops the work still queued on every stream, as a GPU whose kernel failed
+// runs nothing more (CUDA's errors after a kernel fault are sticky): the
+// failure propagates to the host, whose buffers that pending copies name may
+// be gone by the next synchronizing call.
+void discard_pending_work() {
+  State& s = state();
+  std::vector<int> guards;
+  {
+    std::lock_guard lock(s.mutex);
+    for (const std::shared_ptr<Queue>& q : s.queues) {
+      for (const Work& w : q->pending) guards.push_back(w.guard);
+      q->done += q->pending.size();
+      q->pending.clear();
+    }
+    std::erase_if(s.queues, [](const std::shared_ptr<Queue>& q) { return q->orphaned; });
+  }
+  for (int guard : guards) mpiasr::emu::detail::release_guard(guard);
+}
+
 // Runs one piece of the needed work that may run; false when none is left.
 bool run_one(const Needed& need) {
   State& s = state();
@@ -312,6 +331,7 @@ bool run_one(const Needed& need) {
     if (work.run) work.run();
   } catch (...) {
     finish();
+    discard_pending_work();
     throw;
   }
   finish();
