@@ -16,9 +16,12 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda_emu/memory_check.h"
 #include "src/base/error.h"
+#include "tests/cuda_emu/launch_error.h"
 
 namespace mpiasr {
 namespace {
+
+using emu_test::launch_error;
 
 __global__ void write_kernel(float* out, int n) {
   const int i = int(threadIdx.x);
@@ -47,16 +50,6 @@ class InitcheckGuard {
   InitcheckGuard() { emu::set_initcheck(true); }
   ~InitcheckGuard() { emu::set_initcheck(false); }
 };
-
-template <typename Launch>
-std::string launch_error(Launch&& launch) {
-  try {
-    launch();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 std::vector<uint8_t> bytes_of(const void* device, size_t n) {
   std::vector<uint8_t> out(n);

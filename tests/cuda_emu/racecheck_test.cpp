@@ -13,9 +13,12 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda_emu/memory_check.h"
 #include "src/base/error.h"
+#include "tests/cuda_emu/launch_error.h"
 
 namespace mpiasr {
 namespace {
+
+using emu_test::launch_error;
 
 enum class Sync { kNone, kSyncWarp, kSyncThreads };
 
@@ -93,16 +96,6 @@ class RacecheckGuard {
     emu::set_schedule(emu::Schedule::kShuffled);
   }
 };
-
-template <typename Launch>
-std::string launch_error(Launch&& launch) {
-  try {
-    launch();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 template <typename T>
 T* device_array(size_t n) {

@@ -16,9 +16,12 @@
 
 #include "kernels/cuda/launch.h"
 #include "src/base/error.h"
+#include "tests/cuda_emu/launch_error.h"
 
 namespace mpiasr {
 namespace {
+
+using emu_test::launch_error;
 
 using emu::Schedule;
 
@@ -56,17 +59,6 @@ class ScheduleGuard {
   explicit ScheduleGuard(Schedule schedule) { emu::set_schedule(schedule); }
   ~ScheduleGuard() { emu::set_schedule(Schedule::kShuffled); }
 };
-
-// The launch's message, or "" when it did not throw.
-template <typename Launch>
-std::string launch_error(Launch&& launch) {
-  try {
-    launch();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
 
 // ---- kernels ----------------------------------------------------------------
 

@@ -25,9 +25,12 @@
 #include "kernels/cuda/launch.h"
 #include "kernels/cuda_emu/simt.h"
 #include "src/base/error.h"
+#include "tests/cuda_emu/launch_error.h"
 
 namespace mpiasr {
 namespace {
+
+using emu_test::launch_error;
 
 namespace wmma = nvcuda::wmma;
 using Accumulator = wmma::fragment<wmma::accumulator, 16, 16, 16, float>;
@@ -46,17 +49,6 @@ std::vector<T> host_copy(const T* device, size_t n) {
   std::vector<T> host(n);
   EXPECT_EQ(cudaMemcpy(host.data(), device, n * sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   return host;
-}
-
-// The launch's message, or "" when it did not throw.
-template <typename Launch>
-std::string launch_error(Launch&& launch) {
-  try {
-    launch();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
 }
 
 // d (ld 16, `d_layout`) = a b + c, with a and b read in their layouts (ld 16)
