@@ -131,15 +131,13 @@ void describe(LtDescriptors& d, const GemmShape& s, void* vector, uint64_t works
 
 // The heuristic's best algorithm for `d`, asked at `site`, into `algo`;
 // false when it has none.
-bool find_algorithm(cublasLtHandle_t handle, const LtDescriptors& d, std::string_view site,
-                    cublasLtMatmulAlgo_t* algo) {
+bool find_algorithm(cublasLtHandle_t handle, const LtDescriptors& d,
+                    [[maybe_unused]] std::string_view site, cublasLtMatmulAlgo_t* algo) {
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   cuda_detail::count_gemm_heuristic_query();
 #ifdef MPIASR_CUDA_EMU
   emu::set_heuristic_site(site, kGemmSites);
-#else
-  (void)site;
 #endif
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, d.matmul, d.a, d.b, d.c, d.c,
                                                                d.preference, 1, &best, &found);
