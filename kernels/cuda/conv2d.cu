@@ -164,9 +164,9 @@ void cuda_conv2d_forward(const GemmContext& gemm, T* out, const T* inp, const T*
     MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
                   scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
     // out_chunk [rows, Cout] = col [rows, K] Wr^T (+ bias, then max(., 0))
-    cuda_gemm(gemm, false, true, rows, Cout, K, 1.0f, scratch.columns, K, scratch.weight_rows, K,
-              type, 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout, epilogue,
-              const_cast<T*>(bias));
+    cuda_gemm(gemm, "conv2d.forward", false, true, rows, Cout, K, 1.0f, scratch.columns, K,
+              scratch.weight_rows, K, type, 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout,
+              epilogue, const_cast<T*>(bias));
   }
 }
 
@@ -202,13 +202,13 @@ void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
       MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
                     scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
       // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
-      cuda_gemm(gemm, true, false, Cout, K, rows, 1.0f, dout_chunk, Cout, scratch.columns, K, type,
-                1.0f, scratch.dweight_rows, CUDA_R_32F, K);
+      cuda_gemm(gemm, "conv2d.dweight", true, false, Cout, K, rows, 1.0f, dout_chunk, Cout,
+                scratch.columns, K, type, 1.0f, scratch.dweight_rows, CUDA_R_32F, K);
     }
     if (dinp) {
       // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
-      cuda_gemm(gemm, false, false, rows, K, Cout, 1.0f, dout_chunk, Cout, scratch.weight_rows, K,
-                type, 0.0f, scratch.dcolumns, type, K);
+      cuda_gemm(gemm, "conv2d.dinp", false, false, rows, K, Cout, 1.0f, dout_chunk, Cout,
+                scratch.weight_rows, K, type, 0.0f, scratch.dcolumns, type, K);
       const size_t n = size_t(images) * H * W * Cin;
       MPIASR_LAUNCH(col2im_kernel<T>, grid_for(n), kThreads, 0, stream,
                     dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho,

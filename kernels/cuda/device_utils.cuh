@@ -118,25 +118,24 @@ __device__ inline void store_floats(T* p, const float* x) {
 
 // A dropout site on the device (kernels/philox.h, the CPU's masks): element i
 // of the site is kept when dropout_bits(*seed, offset + i) >= threshold and
-// then scaled by keep_scale = 1 / (1 - p); p = 0 (active false) keeps all.
+// then scaled by keep_scale = 1 / (1 - p); p = 0 (seed null) keeps all.
 // The seed is read from device memory, where the host puts each step's, so
 // that a step graph replays with the step's seed (DESIGN.md "Step graphs").
+// No padding: a kernel's struct argument is signed by its bytes (step_graph.h).
 struct DropoutSite {
-  bool active = false;
+  const uint64_t* seed = nullptr;  // null when p = 0
+  uint64_t offset = 0;
   uint32_t threshold = 0;
   float keep_scale = 1.0f;
-  const uint64_t* seed = nullptr;
-  uint64_t offset = 0;
 };
 
 // The site for probability p (on the host; p in [0, 1]; seed in device memory).
 inline DropoutSite dropout_site(float p, const uint64_t* seed, uint64_t offset) {
   DropoutSite site;
-  site.active = p > 0.0f;
+  site.seed = p > 0.0f ? seed : nullptr;
+  site.offset = offset;
   site.threshold = dropout_threshold(p);
   site.keep_scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
-  site.seed = seed;
-  site.offset = offset;
   return site;
 }
 
@@ -144,7 +143,7 @@ inline DropoutSite dropout_site(float p, const uint64_t* seed, uint64_t offset) 
 // site; for a pack, offset + i is a multiple of 8, so one Philox block serves.
 template <int Width>
 __device__ inline void dropout_factors(const DropoutSite& site, size_t i, float* factor) {
-  if (!site.active) {
+  if (!site.seed) {
     for (int e = 0; e < Width; ++e) factor[e] = 1.0f;
     return;
   }

@@ -23,10 +23,14 @@
 // found algorithms for every GEMM of the tests, training and benchmarks of
 // `medium` and `large`: the fallbacks are for other GPUs and shapes. A dry
 // pass of a step graph (step_graph.h) makes the plan and signs the work
-// instead of queueing it.
+// instead of queueing it. Each call site (kGemmSites) has its own plans, and
+// errors name it; in the emulation build the emulated heuristic learns the
+// site before each query (its answer may depend on it:
+// MPIASR_EMU_CUBLASLT_NO_ALGO, kernels/cuda_emu/cublas_lt.h).
 #include "kernels/cuda/gemm.h"
 
 #include <algorithm>
+#include <string>
 
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
@@ -125,11 +129,16 @@ void describe(LtDescriptors& d, const GemmShape& s, void* vector, uint64_t works
   }
 }
 
-// The heuristic's best algorithm for `d` into `algo`; false when it has none.
-bool find_algorithm(cublasLtHandle_t handle, const LtDescriptors& d, cublasLtMatmulAlgo_t* algo) {
+// The heuristic's best algorithm for `d`, asked at `site`, into `algo`;
+// false when it has none.
+bool find_algorithm(cublasLtHandle_t handle, const LtDescriptors& d,
+                    [[maybe_unused]] std::string_view site, cublasLtMatmulAlgo_t* algo) {
   cublasLtMatmulHeuristicResult_t best{};
   int found = 0;
   cuda_detail::count_gemm_heuristic_query();
+#ifdef MPIASR_CUDA_EMU
+  emu::set_heuristic_site(site, kGemmSites);
+#endif
   const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(handle, d.matmul, d.a, d.b, d.c, d.c,
                                                                d.preference, 1, &best, &found);
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || (status == CUBLAS_STATUS_SUCCESS && found == 0)) {
@@ -158,22 +167,20 @@ namespace {
 std::unique_ptr<GemmPlan> make_plan(const GemmContext& context, const GemmShape& s, void* vector) {
   auto plan = std::make_unique<GemmPlan>();
   describe(plan->lt, s, vector, context.workspace_bytes);
-  if (find_algorithm(context.handle, plan->lt, &plan->algo)) return plan;
+  if (find_algorithm(context.handle, plan->lt, s.site, &plan->algo)) return plan;
   if (s.epilogue != GemmEpilogue::kNone) {
     set_epilogue(plan->lt.matmul, GemmEpilogue::kNone);
     plan->route = GemmPlan::Route::kPlainThenEpilogue;
-    if (find_algorithm(context.handle, plan->lt, &plan->algo)) return plan;
+    if (find_algorithm(context.handle, plan->lt, s.site, &plan->algo)) return plan;
   }
   plan->route = GemmPlan::Route::kKernels;
   return plan;
 }
 
-}  // namespace
-
-void cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, int N, int K,
-               float alpha, const void* A, int lda, const void* B, int ldb, cudaDataType_t ab_type,
-               float beta, void* C, cudaDataType_t c_type, int ldc, GemmEpilogue epilogue,
-               void* vector) {
+void run_gemm(const GemmContext& context, std::string_view site, bool trans_a, bool trans_b, int M,
+              int N, int K, float alpha, const void* A, int lda, const void* B, int ldb,
+              cudaDataType_t ab_type, float beta, void* C, cudaDataType_t c_type, int ldc,
+              GemmEpilogue epilogue, void* vector) {
   if (M <= 0 || N <= 0) return;
   check_gemm_arguments(trans_a, trans_b, M, N, K, lda, ldb, ldc);
   MPIASR_CHECK(ab_type == CUDA_R_16F || ab_type == CUDA_R_16BF, "gemm input type " << int(ab_type));
@@ -183,7 +190,7 @@ void cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, in
                "gemm epilogue " << int(epilogue) << " with vector " << vector);
   MPIASR_CHECK(context.plans, "gemm without plans");
   cuda_detail::count_gemm_call();
-  const GemmShape shape(trans_a, trans_b, M, N, K, lda, ldb, ldc, ab_type, c_type, epilogue,
+  const GemmShape shape(site, trans_a, trans_b, M, N, K, lda, ldb, ldc, ab_type, c_type, epilogue,
                         alignment_of(A), alignment_of(B), alignment_of(C), alignment_of(vector));
   std::unique_ptr<GemmPlan>& slot = context.plans->by_shape[shape];
   if (!slot) slot = make_plan(context, shape, vector);
@@ -207,6 +214,23 @@ void cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, in
   if (!fused) {
     cuda_gemm_epilogue(context.stream, trans_a, M, N, K, A, lda, ab_type, C, c_type, ldc, epilogue,
                        vector);
+  }
+}
+
+}  // namespace
+
+void cuda_gemm(const GemmContext& context, std::string_view site, bool trans_a, bool trans_b, int M,
+               int N, int K, float alpha, const void* A, int lda, const void* B, int ldb,
+               cudaDataType_t ab_type, float beta, void* C, cudaDataType_t c_type, int ldc,
+               GemmEpilogue epilogue, void* vector) {
+  MPIASR_CHECK(
+      std::find(std::begin(kGemmSites), std::end(kGemmSites), site) != std::end(kGemmSites),
+      "gemm at \"" << site << "\", which is not in kGemmSites (kernels/cuda/gemm.h)");
+  try {
+    run_gemm(context, site, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, ab_type, beta, C,
+             c_type, ldc, epilogue, vector);
+  } catch (const Error& error) {
+    throw Error(error.code(), "cuda_gemm at " + std::string(site) + ": " + error.what());
   }
 }
 

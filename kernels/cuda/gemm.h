@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <string_view>
 #include <tuple>
 
 namespace mpiasr {
@@ -24,10 +25,20 @@ namespace mpiasr {
 //                 overwritten): the bias gradient, when op(A) is dout^T
 enum class GemmEpilogue { kNone, kRelu, kBias, kReluBias, kRowSumsOfA };
 
+// The GEMM call sites of kernels/cuda, each cuda_gemm call naming its own:
+// in cuda_gemm's errors, in its plans' keys, and, in the emulation build, to
+// the emulated heuristic (MPIASR_EMU_CUBLASLT_NO_ALGO, kernels/cuda_emu/cublas_lt.h).
+inline constexpr std::string_view kGemmSites[] = {"linear.forward", "linear.dinp",
+                                                  "linear.dweight", "conv2d.forward",
+                                                  "conv2d.dweight", "conv2d.dinp"};
+
 // Everything a GEMM's cuBLASLt descriptors and the heuristic's answer depend
 // on: cuda_gemm's shape, types and epilogue, and the alignment (a power of
-// two up to 256 bytes) of A, B, C and the vector's addresses.
+// two up to 256 bytes) of A, B, C and the vector's addresses; and its call
+// site, so that each site has its own plan and its own heuristic answer (the
+// emulated heuristic's may differ by site).
 struct GemmShape {
+  std::string_view site;
   bool trans_a = false, trans_b = false;
   int M = 0, N = 0, K = 0, lda = 0, ldb = 0, ldc = 0;
   cudaDataType_t ab_type = CUDA_R_16F, c_type = CUDA_R_16F;
@@ -35,8 +46,8 @@ struct GemmShape {
   uint32_t align_a = 0, align_b = 0, align_c = 0, align_vector = 0;
 
   auto tie() const {
-    return std::tie(trans_a, trans_b, M, N, K, lda, ldb, ldc, ab_type, c_type, epilogue, align_a,
-                    align_b, align_c, align_vector);
+    return std::tie(site, trans_a, trans_b, M, N, K, lda, ldb, ldc, ab_type, c_type, epilogue,
+                    align_a, align_b, align_c, align_vector);
   }
   bool operator<(const GemmShape& other) const { return tie() < other.tie(); }
 };
@@ -71,10 +82,11 @@ struct GemmContext {
 // accumulated with beta = 1). Where cuBLASLt has no algorithm for the
 // epilogue, the plain GEMM and the epilogue in the project's kernels; where it
 // has none for the plain GEMM either, the project's GEMM kernel
-// (gemm_fallback.h). Any other failure throws, naming the call.
-void cuda_gemm(const GemmContext& context, bool trans_a, bool trans_b, int M, int N, int K,
-               float alpha, const void* A, int lda, const void* B, int ldb, cudaDataType_t ab_type,
-               float beta, void* C, cudaDataType_t c_type, int ldc,
+// (gemm_fallback.h). `site` is one of kGemmSites. Any other failure throws,
+// naming the site and the call.
+void cuda_gemm(const GemmContext& context, std::string_view site, bool trans_a, bool trans_b, int M,
+               int N, int K, float alpha, const void* A, int lda, const void* B, int ldb,
+               cudaDataType_t ab_type, float beta, void* C, cudaDataType_t c_type, int ldc,
                GemmEpilogue epilogue = GemmEpilogue::kNone, void* vector = nullptr);
 
 // The cuBLAS data type of a storage type.

@@ -32,6 +32,9 @@ constexpr int kRowsPerBlock = kThreads / kWarp;
 
 enum class Norm { kPlain, kResidual, kSwish };
 
+// The forward kernel's arguments (and BackwardArgs below), widest members
+// first: no padding, as a step graph signs a kernel's struct argument by its
+// bytes (kernels/cuda/step_graph.h).
 struct ForwardArgs {
   void* out;           // LN(x) [N, C]
   void* extra;         // kResidual: x [N, C]; kSwish: swish(LN(x)) [N, C]
@@ -39,10 +42,10 @@ struct ForwardArgs {
   float* rstd;         // [N], may be null
   const void* inp;     // x, or for kResidual the base
   const void* branch;  // kResidual
-  float scale;         // kResidual
-  DropoutSite site;    // kResidual
   const void* weight;  // [C], null: 1
   const void* bias;    // [C], null: 0
+  DropoutSite site;    // kResidual
+  float scale;         // kResidual
   int N, C;
   float eps;
 };
@@ -114,6 +117,8 @@ __global__ void layernorm_forward_kernel(ForwardArgs a) {
   }
 }
 
+// The backward kernels' arguments; the dx kernel's `accumulate` is one of
+// its own (as a member it would leave padding).
 struct BackwardArgs {
   void* dinp;          // [N, C]
   const void* dout;    // [N, C]
@@ -123,7 +128,6 @@ struct BackwardArgs {
   const float* mean;
   const float* rstd;
   int N, C;
-  bool accumulate;
 };
 
 // The gradient reaching LN's output: dy, or swish'(y) dy after a Swish.
@@ -138,7 +142,7 @@ __device__ inline void output_gradient(const BackwardArgs& a, size_t at, float* 
 }
 
 template <int Width, typename T, bool kSwish>
-__global__ void layernorm_backward_input_kernel(BackwardArgs a) {
+__global__ void layernorm_backward_input_kernel(BackwardArgs a, bool accumulate) {
   const int lane = threadIdx.x % kWarp;
   const int row = blockIdx.x * kRowsPerBlock + threadIdx.x / kWarp;
   if (row >= a.N) return;
@@ -172,7 +176,7 @@ __global__ void layernorm_backward_input_kernel(BackwardArgs a) {
     output_gradient<Width, T, kSwish>(a, first + c, g);
     load_floats<Width>(x + c, v);
     load_weight(c);
-    if (a.accumulate) {
+    if (accumulate) {
       load_floats<Width>(dx + c, d);
     } else {
       for (float& e : d) e = 0.0f;
@@ -235,8 +239,8 @@ void launch_forward(const ForwardArgs& args, bool packs, cudaStream_t stream) {
 }
 
 template <typename T, bool kSwish>
-void launch_backward(const BackwardArgs& args, float* dweight, float* dbias, float* partials,
-                     cudaStream_t stream) {
+void launch_backward(const BackwardArgs& args, bool accumulate, float* dweight, float* dbias,
+                     float* partials, cudaStream_t stream) {
   if (args.N <= 0 || args.C <= 0) return;
   const bool packs =
       rows_packed(args.C, {args.dinp, args.dout, args.inp, args.normed, args.weight});
@@ -244,10 +248,10 @@ void launch_backward(const BackwardArgs& args, float* dweight, float* dbias, flo
     const unsigned blocks = unsigned((args.N + kRowsPerBlock - 1) / kRowsPerBlock);
     if (packs) {
       constexpr auto input = layernorm_backward_input_kernel<kPack, T, kSwish>;
-      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args);
+      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args, accumulate);
     } else {
       constexpr auto input = layernorm_backward_input_kernel<1, T, kSwish>;
-      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args);
+      MPIASR_LAUNCH(input, blocks, kThreads, 0, stream, args, accumulate);
     }
   }
   if (!dweight && !dbias) return;
@@ -277,8 +281,8 @@ using namespace cuda_kernels;
 template <typename T>
 void cuda_layernorm_forward(T* out, float* mean, float* rstd, const T* inp, const T* weight,
                             const T* bias, int N, int C, float eps, cudaStream_t stream) {
-  const ForwardArgs args{out,           nullptr, mean, rstd, inp, nullptr, 1.0f,
-                         DropoutSite{}, weight,  bias, N,    C,   eps};
+  const ForwardArgs args{out,  nullptr,       mean, rstd, inp, nullptr, weight,
+                         bias, DropoutSite{}, 1.0f, N,    C,   eps};
   launch_forward<T, Norm::kPlain>(args, rows_packed(C, {out, inp, weight, bias}), stream);
 }
 
@@ -289,7 +293,7 @@ void cuda_residual_layernorm_forward(T* x, T* out, float* mean, float* rstd, con
                                      float eps, cudaStream_t stream) {
   MPIASR_CHECK(p >= 0.0f && p <= 1.0f, "dropout probability " << p << " is outside [0, 1]");
   const DropoutSite site = dropout_site(p, seed, offset);
-  const ForwardArgs args{out, x, mean, rstd, base, branch, scale, site, weight, bias, N, C, eps};
+  const ForwardArgs args{out, x, mean, rstd, base, branch, weight, bias, site, scale, N, C, eps};
   const bool packs = rows_packed(C, {x, out, base, branch, weight, bias}) && packed(site);
   launch_forward<T, Norm::kResidual>(args, packs, stream);
 }
@@ -298,8 +302,8 @@ template <typename T>
 void cuda_layernorm_swish_forward(T* normed, T* out, float* mean, float* rstd, const T* inp,
                                   const T* weight, const T* bias, int N, int C, float eps,
                                   cudaStream_t stream) {
-  const ForwardArgs args{normed,        out,    mean, rstd, inp, nullptr, 1.0f,
-                         DropoutSite{}, weight, bias, N,    C,   eps};
+  const ForwardArgs args{normed, out,           mean, rstd, inp, nullptr, weight,
+                         bias,   DropoutSite{}, 1.0f, N,    C,   eps};
   launch_forward<T, Norm::kSwish>(args, rows_packed(C, {normed, out, inp, weight, bias}), stream);
 }
 
@@ -307,8 +311,8 @@ template <typename T>
 void cuda_layernorm_backward(T* dinp, float* dweight, float* dbias, const T* dout, const T* inp,
                              const T* weight, const float* mean, const float* rstd, int N, int C,
                              bool accumulate, float* partials, cudaStream_t stream) {
-  const BackwardArgs args{dinp, dout, inp, nullptr, weight, mean, rstd, N, C, accumulate};
-  launch_backward<T, false>(args, dweight, dbias, partials, stream);
+  const BackwardArgs args{dinp, dout, inp, nullptr, weight, mean, rstd, N, C};
+  launch_backward<T, false>(args, accumulate, dweight, dbias, partials, stream);
 }
 
 template <typename T>
@@ -316,8 +320,8 @@ void cuda_layernorm_swish_backward(T* dinp, float* dweight, float* dbias, const 
                                    const T* inp, const T* normed, const T* weight,
                                    const float* mean, const float* rstd, int N, int C,
                                    float* partials, cudaStream_t stream) {
-  const BackwardArgs args{dinp, dout, inp, normed, weight, mean, rstd, N, C, false};
-  launch_backward<T, true>(args, dweight, dbias, partials, stream);
+  const BackwardArgs args{dinp, dout, inp, normed, weight, mean, rstd, N, C};
+  launch_backward<T, true>(args, false, dweight, dbias, partials, stream);
 }
 
 #define MPIASR_INSTANTIATE(T)                                                                      \

@@ -6,9 +6,10 @@
 //   kDry      nothing is queued; each piece of work is folded into the pass's
 //             signature instead: the kernel (its call site), grid, block,
 //             shared bytes and every argument: a number, an enum or a
-//             pointer by its value, a struct by its bytes with its padding
-//             (indeterminate bytes) cleared, a struct without members not
-//             at all
+//             pointer by its value, a struct by its bytes (it must have no
+//             padding, whose bytes are indeterminate: checked at compile
+//             time, kernels/cuda/padding_free.h), a struct without members
+//             not at all
 //   kCapture  the work is queued on a capturing stream and signed the same
 //             way, so the capture can be checked against the dry pass
 //
@@ -26,6 +27,7 @@
 
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/padding_free.h"
 
 namespace mpiasr {
 
@@ -56,11 +58,13 @@ void sign_argument(const T& value) {
     sign_word(uint64_t(value));
   } else if constexpr (!std::is_empty_v<V>) {
     static_assert(std::is_trivially_copyable_v<V>, "a kernel's struct argument is copied bytewise");
-    // Padding cleared: its bytes are indeterminate, and would sign the same
-    // work differently in the dry pass and the capture.
-    V copy = value;
-    __builtin_clear_padding(&copy);
-    const auto* bytes = reinterpret_cast<const unsigned char*>(&copy);
+    static_assert(std::is_aggregate_v<V>, "a kernel's struct argument is a plain struct");
+    // Padding bytes are indeterminate: they would sign the same work
+    // differently in the dry pass and the capture. The compiler names V.
+    static_assert(padding_free<V>,
+                  "a kernel's struct argument has padding: order its members by width, or "
+                  "pass a narrow one as an argument of its own");
+    const auto* bytes = reinterpret_cast<const unsigned char*>(&value);
     for (size_t i = 0; i < sizeof(V); i += 8) {
       uint64_t word = 0;
       std::memcpy(&word, bytes + i, std::min<size_t>(8, sizeof(V) - i));

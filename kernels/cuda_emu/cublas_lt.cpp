@@ -9,12 +9,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sstream>
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/gemm.h"
 #include "kernels/cuda_emu/memory_check.h"
+#include "src/base/error.h"
 
 struct cublasLtContext {};
 
@@ -126,21 +129,38 @@ cublasLtMatmulAlgo_t algo_of(const AlgoNeeds& needs) {
   return algo;
 }
 
-// Whether MPIASR_EMU_CUBLASLT_NO_ALGO asks the heuristic to find nothing for `epilogue`.
-bool no_algorithm_asked(cublasLtEpilogue_t epilogue) {
-  const char* value = std::getenv("MPIASR_EMU_CUBLASLT_NO_ALGO");
-  if (!value || !*value) return false;
-  const char* name = epilogue == CUBLASLT_EPILOGUE_DEFAULT     ? "DEFAULT"
-                     : epilogue == CUBLASLT_EPILOGUE_RELU      ? "RELU"
-                     : epilogue == CUBLASLT_EPILOGUE_BIAS      ? "BIAS"
-                     : epilogue == CUBLASLT_EPILOGUE_RELU_BIAS ? "RELU_BIAS"
-                     : epilogue == CUBLASLT_EPILOGUE_BGRADA    ? "BGRADA"
-                                                               : "BGRADB";
-  std::istringstream list(value);
-  for (std::string item; std::getline(list, item, ',');) {
-    if (item == "all" || item == name) return true;
+constexpr const char* kNoAlgoVariable = "MPIASR_EMU_CUBLASLT_NO_ALGO";
+constexpr std::pair<cublasLtEpilogue_t, std::string_view> kEpilogueNames[] = {
+    {CUBLASLT_EPILOGUE_DEFAULT, "DEFAULT"}, {CUBLASLT_EPILOGUE_RELU, "RELU"},
+    {CUBLASLT_EPILOGUE_BIAS, "BIAS"},       {CUBLASLT_EPILOGUE_RELU_BIAS, "RELU_BIAS"},
+    {CUBLASLT_EPILOGUE_BGRADA, "BGRADA"},   {CUBLASLT_EPILOGUE_BGRADB, "BGRADB"}};
+
+// This thread's heuristic site and the sites there are (set_heuristic_site).
+struct HeuristicSite {
+  std::string site;
+  std::vector<std::string> known_sites;
+};
+thread_local HeuristicSite heuristic_site;
+
+// Whether MPIASR_EMU_CUBLASLT_NO_ALGO asks the heuristic to find nothing for
+// `epilogue` at this thread's site; says so on stderr at each site's first.
+bool no_algorithm_requested(cublasLtEpilogue_t epilogue) {
+  const char* value = std::getenv(kNoAlgoVariable);
+  if (!value) return false;
+  const std::vector<std::string_view> known(heuristic_site.known_sites.begin(),
+                                            heuristic_site.known_sites.end());
+  if (!mpiasr::emu::detail::no_algorithm_asked(value, epilogue, heuristic_site.site, known)) {
+    return false;
   }
-  return false;
+  static std::mutex mutex;
+  static std::set<std::string> noticed;
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (noticed.insert(heuristic_site.site).second) {
+    std::fprintf(stderr, "cuBLASLt (emulated): no algorithm at %s (%s=%s)\n",
+                 heuristic_site.site.empty() ? "a query of no site" : heuristic_site.site.c_str(),
+                 kNoAlgoVariable, value);
+  }
+  return true;
 }
 
 cublasStatus_t check(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasLtMatrixLayout_t a,
@@ -391,7 +411,7 @@ cublasStatus_t cublasLtMatmulAlgoGetHeuristic(
   Matmul mm;
   const cublasStatus_t status = check(handle, desc, Adesc, Bdesc, Cdesc, Ddesc, &mm);
   if (status != CUBLAS_STATUS_SUCCESS) return status;
-  if (no_algorithm_asked(mm.epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
+  if (no_algorithm_requested(mm.epilogue)) return CUBLAS_STATUS_NOT_SUPPORTED;
   results[0] = cublasLtMatmulHeuristicResult_t{};
   results[0].algo = algo_of(needs_of(desc, Adesc, Bdesc, Cdesc, Ddesc, *preference));
   results[0].state = CUBLAS_STATUS_SUCCESS;
@@ -442,3 +462,44 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
   mpiasr::emu::detail::queue_work(stream, [=] { multiply(mm, a, A, B, b, C, D); });
   return CUBLAS_STATUS_SUCCESS;
 }
+
+namespace mpiasr::emu {
+
+void set_heuristic_site(std::string_view site, std::span<const std::string_view> known_sites) {
+  heuristic_site.site = site;
+  heuristic_site.known_sites.assign(known_sites.begin(), known_sites.end());
+}
+
+namespace detail {
+
+bool no_algorithm_asked(std::string_view value, cublasLtEpilogue_t epilogue, std::string_view site,
+                        std::span<const std::string_view> known_sites) {
+  if (value.empty()) return false;
+  bool asked = false;
+  for (size_t begin = 0; begin <= value.size();) {
+    const size_t end = std::min(value.find(',', begin), value.size());
+    const std::string_view item = value.substr(begin, end - begin);
+    const auto named = std::find_if(std::begin(kEpilogueNames), std::end(kEpilogueNames),
+                                    [&](const auto& entry) { return entry.second == item; });
+    if (item == "all") {
+      asked = true;
+    } else if (named != std::end(kEpilogueNames)) {
+      asked |= named->first == epilogue;
+    } else if (std::find(known_sites.begin(), known_sites.end(), item) != known_sites.end()) {
+      asked |= item == site;
+    } else {
+      std::string names = "all";
+      for (const auto& entry : kEpilogueNames) names += ", " + std::string(entry.second);
+      for (std::string_view known : known_sites) names += ", " + std::string(known);
+      MPIASR_FAIL(ExitCode::kUsage, kNoAlgoVariable
+                                        << "=" << value << ": \"" << item
+                                        << "\" is none of the names it knows: " << names);
+    }
+    begin = end + 1;
+  }
+  return asked;
+}
+
+}  // namespace detail
+
+}  // namespace mpiasr::emu

@@ -55,11 +55,18 @@
 //   function available for current configuration"), as a real GPU may for
 //   some epilogues, types and leading dimensions: `all` for every call, or a
 //   comma-separated list of epilogues (DEFAULT, RELU, BIAS, RELU_BIAS,
-//   BGRADA, BGRADB) for the calls with those; read at every query.
+//   BGRADA, BGRADB) and GEMM call sites of the project (kernels/cuda/gemm.h's
+//   kGemmSites, e.g. linear.dweight; set_heuristic_site below) for the calls
+//   with those; read at every query. Any other name is an error that names
+//   the variable, its value and the names it knows (so a renamed site
+//   cannot silently test nothing). The first query answered with none at a
+//   site says so on stderr, once per site.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <string_view>
 
 #include "kernels/cuda_emu/runtime.h"
 
@@ -181,3 +188,23 @@ cublasStatus_t cublasLtMatmul(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc
                               cublasLtMatrixLayout_t Cdesc, void* D, cublasLtMatrixLayout_t Ddesc,
                               const cublasLtMatmulAlgo_t* algo, void* workspace,
                               size_t workspace_bytes, cudaStream_t stream);
+
+namespace mpiasr::emu {
+
+// The project's GEMM call site of the heuristic queries that follow on this
+// thread, and every site it has (the names MPIASR_EMU_CUBLASLT_NO_ALGO may
+// give): kernels/cuda/gemm.cpp tells them before each query, in the
+// emulation build only. Both are copied.
+void set_heuristic_site(std::string_view site, std::span<const std::string_view> known_sites);
+
+namespace detail {
+// Whether `value`, MPIASR_EMU_CUBLASLT_NO_ALGO's (empty: nothing), asks the
+// heuristic to find no algorithm for a query with `epilogue` at `site`
+// (empty: not told); throws Error(kUsage) naming the variable, the value and
+// the names it knows (`all`, the epilogues, `known_sites`) for an item that
+// is none of them.
+bool no_algorithm_asked(std::string_view value, cublasLtEpilogue_t epilogue, std::string_view site,
+                        std::span<const std::string_view> known_sites);
+}  // namespace detail
+
+}  // namespace mpiasr::emu

@@ -14,10 +14,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
@@ -221,6 +223,35 @@ TYPED_TEST(CudaLinear, OperandsAlignedTo16BytesOnlyMatchCpu) {
 }
 
 // With the default chunking (all images at once) and with one image per chunk.
+// cuda_gemm's errors name its call site: here the emulated heuristic's, for
+// a misspelt site in MPIASR_EMU_CUBLASLT_NO_ALGO, which lists every site
+// cuda_gemm told it (kGemmSites). The shape is one no other test plans.
+TEST(CudaGemmSite, ErrorsNameTheSite) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  if (!cuda_test::kEmulated) GTEST_SKIP() << "MPIASR_EMU_CUBLASLT_NO_ALGO is the emulator's";
+  CudaBackend<__half>& be = backend<__half>();
+  const int M = 7, K = 40, N = 24;
+  auto inp = upload<__half>(be, act_values<__half>(size_t(M) * K, 50));
+  auto w = upload<__half>(be, act_values<__half>(size_t(N) * K, 51));
+  cuda_test::DeviceArray<__half> out(be, size_t(M) * N);
+  ASSERT_EQ(setenv("MPIASR_EMU_CUBLASLT_NO_ALGO", "linear.forwrd", 1), 0);
+  try {
+    be.linear_forward(out.get(), inp->get(), w->get(), nullptr, M, K, N);
+    ADD_FAILURE() << "a misspelt site was accepted";
+  } catch (const Error& error) {
+    const std::string message = error.what();
+    EXPECT_EQ(message.rfind(
+                  "cuda_gemm at linear.forward: MPIASR_EMU_CUBLASLT_NO_ALGO=linear.forwrd: ", 0),
+              0u)
+        << message;
+    EXPECT_NE(message.find("linear.forward, linear.dinp, linear.dweight, conv2d.forward, "
+                           "conv2d.dweight, conv2d.dinp"),
+              std::string::npos)
+        << message;
+  }
+  ASSERT_EQ(unsetenv("MPIASR_EMU_CUBLASLT_NO_ALGO"), 0);
+}
+
 TYPED_TEST(CudaConv2d, ForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;

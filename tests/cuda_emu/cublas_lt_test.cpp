@@ -1,13 +1,18 @@
 // The emulated cuBLASLt's strict checks (kernels/cuda_emu/cublas_lt.h): the
 // alignment an algorithm needs, from the heuristic's preferences, the leading
 // dimensions and the bias pointer it was asked with; an algorithm used for
-// another call; the bias gradients' forms; and MPIASR_EMU_CUBLASLT_NO_ALGO.
+// another call; the bias gradients' forms; and MPIASR_EMU_CUBLASLT_NO_ALGO,
+// by epilogue and by call site.
 // Every operand is a 256-byte aligned cudaMalloc plus an offset in bytes.
 #include <cublasLt.h>
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <string_view>
+
+#include "src/base/error.h"
 
 namespace mpiasr {
 namespace {
@@ -150,6 +155,66 @@ TEST(EmulatedCublasLtStrict, NoAlgorithmForTheEpiloguesTheVariableNames) {
   EXPECT_EQ(plain.algorithms(), 0);
   ASSERT_EQ(unsetenv("MPIASR_EMU_CUBLASLT_NO_ALGO"), 0);
   EXPECT_EQ(bias.algorithms(), 1);
+}
+
+constexpr std::string_view kSites[] = {"linear.forward", "linear.dweight"};
+
+bool asked(std::string_view value, cublasLtEpilogue_t epilogue, std::string_view site) {
+  return emu::detail::no_algorithm_asked(value, epilogue, site, kSites);
+}
+
+TEST(EmulatedCublasLtStrict, TheVariableNamesSitesEpiloguesOrAll) {
+  EXPECT_TRUE(asked("linear.dweight", CUBLASLT_EPILOGUE_DEFAULT, "linear.dweight"));
+  EXPECT_TRUE(asked("linear.dweight", CUBLASLT_EPILOGUE_BGRADB, "linear.dweight"));
+  EXPECT_FALSE(asked("linear.dweight", CUBLASLT_EPILOGUE_DEFAULT, "linear.forward"));
+  EXPECT_FALSE(asked("linear.dweight", CUBLASLT_EPILOGUE_DEFAULT, "")) << "a query of no site";
+  EXPECT_TRUE(asked("BIAS,linear.forward", CUBLASLT_EPILOGUE_BIAS, "linear.dweight"));
+  EXPECT_TRUE(asked("BIAS,linear.forward", CUBLASLT_EPILOGUE_DEFAULT, "linear.forward"));
+  EXPECT_FALSE(asked("BIAS,linear.forward", CUBLASLT_EPILOGUE_DEFAULT, "linear.dweight"));
+  EXPECT_FALSE(asked("BIAS,linear.forward", CUBLASLT_EPILOGUE_RELU_BIAS, "linear.dweight"));
+  EXPECT_TRUE(asked("all", CUBLASLT_EPILOGUE_DEFAULT, ""));
+  EXPECT_FALSE(asked("", CUBLASLT_EPILOGUE_DEFAULT, "linear.forward"));
+}
+
+// An unknown name (a renamed site, a misspelt epilogue, an empty item) stops
+// the query, even after a name that matched.
+TEST(EmulatedCublasLtStrict, AnUnknownNameIsAnErrorListingTheKnownOnes) {
+  for (const char* value : {"linear.dweigt", "all,bias", "linear.forward,", "conv2d.dinp"}) {
+    try {
+      asked(value, CUBLASLT_EPILOGUE_DEFAULT, "linear.forward");
+      ADD_FAILURE() << value << " was accepted";
+    } catch (const Error& error) {
+      const std::string message = error.what();
+      EXPECT_EQ(error.code(), ExitCode::kUsage);
+      EXPECT_NE(message.find("MPIASR_EMU_CUBLASLT_NO_ALGO=" + std::string(value) + ": "),
+                std::string::npos)
+          << message;
+      EXPECT_NE(message.find("names it knows: all, DEFAULT, RELU, BIAS, RELU_BIAS, BGRADA, "
+                             "BGRADB, linear.forward, linear.dweight"),
+                std::string::npos)
+          << message;
+    }
+  }
+}
+
+// The heuristic learns the site from set_heuristic_site (as kernels/cuda/gemm.cpp
+// tells it) and says once per site that it found no algorithm there.
+TEST(EmulatedCublasLtStrict, NoAlgorithmAtTheSiteTheVariableNamesSaidOnce) {
+  StrictMatmul mm(CUBLASLT_EPILOGUE_DEFAULT);
+  ASSERT_EQ(setenv("MPIASR_EMU_CUBLASLT_NO_ALGO", "linear.dweight", 1), 0);
+  emu::set_heuristic_site("linear.forward", kSites);
+  EXPECT_EQ(mm.algorithms(), 1);
+  emu::set_heuristic_site("linear.dweight", kSites);
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(mm.algorithms(), 0);
+  EXPECT_EQ(mm.algorithms(), 0);
+  const std::string notices = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(notices,
+            "cuBLASLt (emulated): no algorithm at linear.dweight "
+            "(MPIASR_EMU_CUBLASLT_NO_ALGO=linear.dweight)\n");
+  ASSERT_EQ(unsetenv("MPIASR_EMU_CUBLASLT_NO_ALGO"), 0);
+  EXPECT_EQ(mm.algorithms(), 1);
+  emu::set_heuristic_site("", {});
 }
 
 }  // namespace
