@@ -7,8 +7,10 @@
 //   queue     the threads to start or resume, filled at the block's start and
 //             at every barrier release in the Schedule's order; the lanes of
 //             a completed warp collective (the one that completed it too) are
-//             appended in the Schedule's order, drawn from the block's random
-//             sequence (seeded by the schedule seed and the block)
+//             queued in the Schedule's order: appended (ascending,
+//             descending), or in an order drawn from the block's random
+//             sequence (seeded by the schedule seed and the block) and mixed
+//             into the threads queued that have not run yet (shuffled)
 //   scheduler pops a thread and switches to its fiber (a new thread takes an
 //             idle fiber); the fiber runs until it waits or ends. A fiber whose
 //             thread ended starts the next queued thread itself if that one
@@ -230,6 +232,7 @@ class Runner {
   void record(const std::string& what);
   void set_thread_index(int thread);
   void order_queue(size_t from);
+  void interleave_released(size_t from);
   void fill_queue();
   void reset_shared();
   bool run_thread(int thread);
@@ -246,9 +249,10 @@ class Runner {
   uint64_t block_linear_ = 0;
   std::vector<Thread> threads_;
   std::vector<int> queue_;
-  size_t head_ = 0;         // queue_[head_..] are still to run
-  std::mt19937_64 random_;  // the block's, for the shuffled schedule
-  int current_ = 0;         // the CUDA thread whose fiber runs
+  size_t head_ = 0;          // queue_[head_..] are still to run
+  std::vector<int> merged_;  // interleave_released's
+  std::mt19937_64 random_;   // the block's, for the shuffled schedule
+  int current_ = 0;          // the CUDA thread whose fiber runs
   int at_barrier_ = 0, exited_ = 0, interval_ = 0;
   std::source_location barrier_where_;
   std::vector<WarpGroup> groups_;
@@ -609,6 +613,23 @@ void Runner::complete(const WarpGroup& group) {
     if (group.mask >> lane & 1u) queue_.push_back(base + lane);
   }
   order_queue(from);
+  if (launch_->schedule == Schedule::kShuffled) interleave_released(from);
+}
+
+// Mixes the lanes just released, queue_[from..], into the threads queued
+// before them that have not run yet, queue_[head_..from), each part keeping
+// its order and every interleaving as likely: a warp past a collective may
+// run ahead of threads of other warps still short of theirs, as on a GPU.
+void Runner::interleave_released(size_t from) {
+  merged_.clear();
+  size_t waiting = head_, released = from;
+  while (waiting < from || released < queue_.size()) {
+    const size_t waiting_left = from - waiting, released_left = queue_.size() - released;
+    const bool take_released = random_() % (waiting_left + released_left) < released_left;
+    merged_.push_back(queue_[take_released ? released++ : waiting++]);
+  }
+  queue_.swap(merged_);
+  head_ = 0;
 }
 
 void Runner::start_race_clocks(uint64_t linear) {

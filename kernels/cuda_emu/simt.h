@@ -25,11 +25,11 @@
 // releases when all threads of the block wait at the same __syncthreads; a warp
 // collective completes when every lane of its mask has arrived, each lane then
 // reading the value of its source lane. Between two barriers the threads are
-// started or resumed in an order drawn afresh for every block and interval,
-// and the lanes a collective releases (the last to arrive among them) resume
-// in an order drawn afresh too (seeded by MPIASR_EMU_SEED and the block, so
-// a run repeats exactly under one seed), so a missing
-// barrier lets a reader run before its writer and read the block's shared
+// started or resumed in an order drawn afresh for every block and interval;
+// the lanes a collective releases (the last to arrive among them) resume in
+// an order drawn afresh too, mixed into the threads still queued (seeded by
+// MPIASR_EMU_SEED and the block: a run repeats exactly under one seed). A
+// missing barrier lets a reader run before its writer and read the block's shared
 // memory as it was filled at the block's start: 0xFF bytes (NaN in floats,
 // -1 in integers), which no correct result contains. Shared memory is one
 // arena per block, AddressSanitizer-poisoned outside the declared variables;
@@ -161,9 +161,9 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
 }
 
 // The order in which a block's threads start or resume between two barriers,
-// and the lanes of a warp after each collective: drawn afresh each time from
-// the block's random sequence (the default), or by ascending or descending
-// thread index (tests use these to show what the order exposes).
+// and the lanes of a warp after each collective: drawn afresh from the block's
+// random sequence, lanes mixed into the threads queued (the default), or by
+// ascending or descending index, lanes after them (tests show what each exposes).
 enum class Schedule { kShuffled, kAscending, kDescending };
 void set_schedule(Schedule schedule);
 

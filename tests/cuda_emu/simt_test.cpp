@@ -142,6 +142,16 @@ __global__ void resume_order_kernel(int* order) {
   order[atomicAdd(&next, 1)] = int(threadIdx.x);
 }
 
+// Each thread writes its slot and reads, after a __syncwarp only, the slot of
+// the thread one warp on: nothing orders that other warp's write before it.
+__global__ void other_warp_kernel(int* out) {
+  MPIASR_SHARED(int[64], slots);
+  const int t = threadIdx.x;
+  slots[t] = t;
+  __syncwarp();
+  out[blockIdx.x * 64 + t] = slots[(t + 32) % 64];
+}
+
 __global__ void atomics_kernel(int* counters, unsigned* bits, float* float_sum, double* double_sum,
                                int* claimed, unsigned long long* wide) {
   const int t = int(blockIdx.x * blockDim.x + threadIdx.x);
@@ -345,6 +355,32 @@ TEST(Simt, LanesResumeAfterACollectiveInTheScheduleOrder) {
   }
   EXPECT_NE(orders[0], orders[1]);
   EXPECT_NE(orders[1], orders[2]);
+}
+
+// The shuffled schedule mixes the lanes a collective releases into the
+// threads still queued, so a warp past its __syncwarp may run before the
+// other warp has written: some reads find the slot's 0xFF bytes. The fixed
+// schedules queue the lanes after every thread already queued (the shuffled
+// one did too before): there every write comes first.
+TEST(Simt, AWarpPastACollectiveMayRunBeforeAnotherWarpsWrites) {
+  const int blocks = 64;
+  for (Schedule schedule : {Schedule::kShuffled, Schedule::kAscending, Schedule::kDescending}) {
+    ScheduleGuard guard(schedule);
+    DeviceBuffer<int> out(size_t(blocks) * 64);
+    MPIASR_LAUNCH(other_warp_kernel, blocks, 64, 0, nullptr, out.get());
+    const std::vector<int> got = out.host();
+    int stale = 0, right = 0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      stale += got[i] == -1;
+      right += got[i] == int(i + 32) % 64;
+    }
+    EXPECT_EQ(stale + right, int(got.size())) << "schedule " << int(schedule);
+    if (schedule == Schedule::kShuffled) {
+      EXPECT_GT(stale, 0);
+    } else {
+      EXPECT_EQ(stale, 0) << "schedule " << int(schedule);
+    }
+  }
 }
 
 // A failed launch names the seed that repeats it.
