@@ -1,8 +1,4 @@
-// cuBLASLt matmuls through the CPU backend's GEMM (see cublas_lt.h). A
-// column-major product D = op(A) op(B) (m x n) is the row-major product
-// D^T = op(B)^T op(A)^T (n x m) over the same memory, so cpu_gemm gets B
-// before A with the same transpose flags and m and n swapped (the mirror of
-// kernels/cuda/gemm.cpp).
+// cuBLASLt matmuls on the CPU in a fixed order (see cublas_lt.h).
 #include "kernels/cuda_emu/cublas_lt.h"
 
 #include <algorithm>
@@ -15,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/cpu/gemm.h"
 #include "kernels/cuda_emu/memory_check.h"
 #include "src/base/error.h"
 
@@ -213,6 +208,34 @@ cublasStatus_t check(cublasLtHandle_t handle, cublasLtMatmulDesc_t desc, cublasL
   return CUBLAS_STATUS_SUCCESS;
 }
 
+// D = alpha op(A) op(B) + beta C in float, each element's products summed
+// in ascending k, one at a time: a product of two 16-bit values is exact in
+// float, so every rounding is a sum's and the order fixes the result,
+// whatever the host's BLAS, thread count or vector width.
+std::vector<float> fixed_order_product(const Matmul& mm, float alpha, const std::vector<float>& fa,
+                                       const std::vector<float>& fb, float beta,
+                                       std::vector<float> fd) {
+  const size_t m = mm.m, n = mm.n, k = mm.k;
+  // op(A) as m x k column-major, each column contiguous.
+  std::vector<float> a_columns(m * k);
+  for (size_t kk = 0; kk < k; ++kk)
+    for (size_t i = 0; i < m; ++i)
+      a_columns[kk * m + i] = fa[mm.ta ? i * size_t(mm.lda) + kk : kk * size_t(mm.lda) + i];
+  std::vector<float> sums(m);
+  for (size_t j = 0; j < n; ++j) {
+    std::fill(sums.begin(), sums.end(), 0.0f);
+    for (size_t kk = 0; kk < k; ++kk) {
+      const float b = fb[mm.tb ? kk * size_t(mm.ldb) + j : j * size_t(mm.ldb) + kk];
+      const float* a = a_columns.data() + kk * m;
+      for (size_t i = 0; i < m; ++i) sums[i] += a[i] * b;
+    }
+    float* d = fd.data() + j * size_t(mm.ldc);
+    for (size_t i = 0; i < m; ++i)
+      d[i] = beta == 0.0f ? alpha * sums[i] : alpha * sums[i] + beta * d[i];
+  }
+  return fd;
+}
+
 void multiply(const Matmul& mm, float alpha, const void* A, const void* B, float beta,
               const void* C, void* D) {
   const size_t span_a = span(mm.ta ? mm.k : mm.m, mm.ta ? mm.m : mm.k, mm.lda);
@@ -221,12 +244,10 @@ void multiply(const Matmul& mm, float alpha, const void* A, const void* B, float
   const std::vector<float> fa = to_floats(A, mm.ab_type, span_a);
   const std::vector<float> fb = to_floats(B, mm.ab_type, span_b);
   // beta == 0: C is not read (it may hold anything, NaN included).
-  std::vector<float> fd =
-      beta == 0.0f ? std::vector<float>(span_d, 0.0f) : to_floats(C, mm.cd_type, span_d);
+  const std::vector<float> fd = fixed_order_product(
+      mm, alpha, fa, fb, beta,
+      beta == 0.0f ? std::vector<float>(span_d, 0.0f) : to_floats(C, mm.cd_type, span_d));
   const int m = int(mm.m), n = int(mm.n), k = int(mm.k);
-  mpiasr::cpu_gemm<float>(mm.tb, mm.ta, n, m, k, alpha, fb.data(), int(mm.ldb), int64_t(span_b),
-                          fa.data(), int(mm.lda), int64_t(span_a), beta, fd.data(), int(mm.ldc),
-                          int64_t(span_d), 1);
   const bool relu =
       mm.epilogue == CUBLASLT_EPILOGUE_RELU || mm.epilogue == CUBLASLT_EPILOGUE_RELU_BIAS;
   for (int j = 0; j < n; ++j) {

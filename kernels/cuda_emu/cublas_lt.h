@@ -2,14 +2,19 @@
 // kernels/cuda_emu/include/cublasLt.h includes this): the handle, the
 // descriptors and cublasLtMatmul as kernels/cuda/gemm.cpp uses them, with
 // cuBLASLt's names, codes, attribute sizes and column-major semantics,
-// computed by the CPU backend's GEMM (kernels/cpu/gemm.h):
+// computed on the CPU in a fixed order:
 //   D = epilogue(alpha op(A) op(B) + beta C)   column-major, D m x n, op(A) m x k
 // with C and D of one layout (they may be the same memory). A and B are both
 // fp16 (CUDA_R_16F) or both bf16 (CUDA_R_16BF), converted exactly to float; C
 // and D are of their type or fp32; the compute type is CUBLAS_COMPUTE_32F
 // with fp32 scales: products and sums in float, then alpha, beta and the
-// epilogue in float and one rounding to D's type, as cuBLASLt does (the order
-// of the float sums differs). alpha and beta are host pointers. Epilogues:
+// epilogue in float and one rounding to D's type, as cuBLASLt does. The
+// order of the float sums is cuBLASLt's own; here each element's products
+// are added one at a time in ascending k, on one thread. A product of two
+// 16-bit values is exact in float, so the result is the same bits on every
+// host, whatever its BLAS, thread count or vector width: the emulator's
+// runs compare bit for bit across hosts and ranks. alpha and beta are host
+// pointers. Epilogues:
 //   CUBLASLT_EPILOGUE_DEFAULT     none
 //   CUBLASLT_EPILOGUE_RELU        D = max(D, 0)
 //   CUBLASLT_EPILOGUE_BIAS        D[i, j] += bias[i]          (bias [m], D's type)
