@@ -36,6 +36,22 @@ train_setup() {
   if [[ $(id -u) == 0 ]]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi
 }
 
+# other_blas_core: an OpenBLAS core (OPENBLAS_CORETYPE) of another class than
+# the one this CPU runs by default, which it can still run (BUILD_DIR/
+# other_blas_core, tests/kernels/other_blas_core.cpp: Haswell on a CPU with
+# AVX-512, Sandybridge on one with AVX2); empty on an older CPU.
+other_blas_core() {
+  "$build_dir/other_blas_core" | grep -v '^skipped:' || true
+}
+
+# expect_blas_core PROGRAM CORE: PROGRAM's OpenBLAS runs on CORE with
+# OPENBLAS_CORETYPE=CORE (`--version` names the core), so a run that sets it
+# tests what it says.
+expect_blas_core() {
+  OPENBLAS_CORETYPE="$2" "$1" --version | grep -Eq "^BLAS: .*, core $2\$" ||
+    fail "OPENBLAS_CORETYPE=$2 did not take: $("$1" --version | grep '^BLAS')"
+}
+
 # run_ok LOG COMMAND...: runs COMMAND with a 120 s limit, output to LOG;
 # on a non-zero exit prints LOG's tail and fails.
 run_ok() {
