@@ -239,7 +239,7 @@ void cpu_conv2d_backward(T* dinp, T* dweight, T* dbias, const T* dout, const T* 
   const int K = s.K();
   if (dbias) cpu_add_column_sums(dbias, dout, int64_t(B) * s.Ho * s.Wo, Cout);
   if constexpr (std::is_same_v<T, float>) {
-    if (dweight && conv2d_winograd_available(Cin, Cout)) {
+    if (dweight && conv2d_winograd_weight_grad_chosen(Cin, Cout)) {
       conv2d_winograd_weight_grad(dweight, dout, inp, B, Cin, H, W, Cout);
       dweight = nullptr;
     }
@@ -299,7 +299,7 @@ void cpu_subsampling_first_conv_backward(T* dweight0, T* dbias0, const T* dout2,
   const ConvShape second = make_shape(B, C, first.Ho, first.Wo, C);
   const int K = second.K();
   // The second convolution's input gradient: by Winograd strips where the
-  // CPU has them (float, AVX-512), else the GEMM and col2im of
+  // CPU has them (float, AVX2 or AVX-512), else the GEMM and col2im of
   // add_chunk_input_grad.
   std::vector<float> winograd_weight;
   if constexpr (std::is_same_v<T, float>) {
@@ -376,7 +376,9 @@ Conv2dMultiplyAdds cpu_conv2d_float_multiply_adds(int B, int Cin, int H, int W, 
   if (!conv2d_winograd_available(Cin, Cout)) return {direct, direct, direct};
   return {conv2d_winograd_forward_multiply_adds(B, Cin, H, W, Cout),
           conv2d_winograd_input_grad_multiply_adds(B, Cin, H, W, Cout, kWinogradStripLines),
-          conv2d_winograd_weight_grad_multiply_adds(B, Cin, H, W, Cout)};
+          conv2d_winograd_weight_grad_chosen(Cin, Cout)
+              ? conv2d_winograd_weight_grad_multiply_adds(B, Cin, H, W, Cout)
+              : direct};
 }
 
 }  // namespace mpiasr

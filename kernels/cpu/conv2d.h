@@ -14,12 +14,13 @@
 // is scattered back (col2im). Neighbouring chunks share one input row, so
 // even and odd chunks run in two parallel phases.
 //
-// For float at the avx512 level (kernels/cpu/simd.h) with whole vectors of
-// channels (multiples of 16), the forward and the subsampling's fused input gradient run the
-// Winograd transform of conv2d_winograd.h instead, with 0.6 of the
-// multiplies; the fused input gradient's chunks are then 32 output lines,
-// eight rows of its tiles. The weight gradient runs its 2 x 2 tiles there, with
-// 0.74 of the multiplies.
+// For float at the avx2 and avx512 levels (kernels/cpu/simd.h) with whole
+// vectors of channels (multiples of 16), the forward and the subsampling's
+// fused input gradient run the Winograd transform of conv2d_winograd.h
+// instead, with 0.6 of the multiplies; the fused input gradient's chunks
+// are then 32 output lines, eight rows of its tiles. At the avx512 level the
+// weight gradient runs its 2 x 2 tiles too, with 0.74 of the multiplies
+// (conv2d_winograd_weight_grad_chosen).
 //
 // One input channel (the first layer) is computed directly instead: with
 // K = 9 a GEMM does not pay and the layer is bound by memory (its output is

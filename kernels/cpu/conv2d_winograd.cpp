@@ -6,11 +6,11 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/parallel.h"
-#include "kernels/cpu/register_tile.h"
 #include "kernels/cpu/simd.h"
 #include "src/base/error.h"
 
@@ -40,13 +40,13 @@ int tiles_along(int pixels, int out) {
 
 }  // namespace
 
-#if MPIASR_REGISTER_TILE
+#if MPIASR_SIMD_X86
 
 namespace {
 
-constexpr int kLanes = register_tile::kLanes;
-constexpr int kBlockChannels = register_tile::kPanelColumns;
-constexpr int kTileRows = register_tile::kMaxRows;
+// The channels must be a multiple of this: a whole number of Vecs of
+// conv2d_winograd_simd.h at every level.
+constexpr int kChannelMultiple = 16;
 
 // Bt [point][input pixel]: points 0-4 are F(4, 2) of the even inputs x0, x2,
 // x4, x6, x8 at 0, 1, -1, 2 and infinity (rows scaled to integers, the
@@ -111,7 +111,7 @@ struct Shape {
 
 Shape make_shape(int B, int Cin, int H, int W, int Cout) {
   MPIASR_CHECK(conv2d_winograd_available(Cin, Cout),
-               "Winograd conv2d needs AVX-512 and Cin, Cout multiples of 16: Cin="
+               "Winograd conv2d needs AVX2 or AVX-512 and Cin, Cout multiples of 16: Cin="
                    << Cin << " Cout=" << Cout);
   MPIASR_CHECK(B >= 0 && H >= 3 && W >= 3,
                "conv2d needs at least a 3x3 input: B=" << B << " H=" << H << " W=" << W);
@@ -131,16 +131,19 @@ Tile tile_at(int64_t t, int tile_rows, int tile_cols, int out) {
   return {int(t / per_image), within / tile_cols * out, within % tile_cols * out};
 }
 
-int block_width(int channels, int c0) {
-  return std::min(kBlockChannels, channels - c0);
-}
-
 // U [point][Cin][Cout] = G W G^T (transposed: [point][Cout][Cin]), in double,
 // a row of U at a time: the row's 81 points go to a buffer first and then to
 // U as 81 runs of `columns` floats: 1.4-2.2 ms a call at C = 144, against
 // 5.7-5.9 with 81 scattered stores per weight (and the rows in parallel
-// were no faster on 2 threads).
-std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool transposed) {
+// were no faster on 2 threads). Each point's matrix is stored as panels of
+// `block` columns (the last one narrower), each panel's rows contiguous:
+// U[p][r][c] is at p rows columns + c0 rows + r width + (c - c0), for the
+// panel [c0, c0 + width) holding c. The register tile then reads its panel
+// as one stream (conv2d_winograd_simd.h); read a row apart (rows of
+// `columns` floats), the AVX2 point products ran at 41-56 GFLOP/s against
+// 69-76 on an AMD EPYC (1 thread, C = 144).
+std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool transposed,
+                                    int block) {
   std::vector<float> u(size_t(kPoints) * Cin * Cout);
   const int rows = transposed ? Cout : Cin, columns = transposed ? Cin : Cout;
   std::vector<double> row_points(size_t(kPoints) * columns);
@@ -162,250 +165,39 @@ std::vector<float> transform_weight(const float* weight, int Cin, int Cout, bool
       }
     }
     for (int p = 0; p < kPoints; ++p) {
-      float* u_row = u.data() + (int64_t(p) * rows + row) * columns;
-      for (int column = 0; column < columns; ++column)
-        u_row[column] = float(row_points[size_t(p) * columns + column]);
+      for (int c0 = 0; c0 < columns; c0 += block) {
+        const int width = std::min(block, columns - c0);
+        float* u_row = u.data() + int64_t(p) * rows * columns + int64_t(c0) * rows + row * width;
+        for (int c = 0; c < width; ++c) u_row[c] = float(row_points[size_t(p) * columns + c0 + c]);
+      }
     }
   }
   return u;
 }
 
-// From here to MPIASR_AVX512_END: built for AVX-512, run only where
-// conv2d_winograd_available says the kernels run at the avx512 level.
-MPIASR_AVX512_BEGIN
-
-typedef register_tile::Vec Vec;
-
-inline Vec load(const float* p) {
-  Vec v;
-  std::memcpy(&v, p, sizeof(Vec));
-  return v;
-}
-
-inline void store(float* p, const Vec& v) {
-  std::memcpy(p, &v, sizeof(Vec));
-}
-
-// y = T x, for vectors of 16 channels; unrolled, so that the coefficients
-// are constants and the zero ones cost nothing.
-template <int R, int S>
-inline void times(Vec (&y)[R], const float (&T)[R][S], const Vec (&x)[S]) {
-#pragma GCC unroll 9
-  for (int r = 0; r < R; ++r) {
-    Vec sum = {};
-#pragma GCC unroll 9
-    for (int s = 0; s < S; ++s)
-      if (T[r][s] != 0.0f) sum += T[r][s] * x[s];
-    y[r] = sum;
-  }
-}
-
-// y = T^T x, the same way.
-template <int R, int S>
-inline void times_transposed(Vec (&y)[S], const float (&T)[R][S], const Vec (&x)[R]) {
-#pragma GCC unroll 9
-  for (int s = 0; s < S; ++s) {
-    Vec sum = {};
-#pragma GCC unroll 9
-    for (int r = 0; r < R; ++r)
-      if (T[r][s] != 0.0f) sum += T[r][s] * x[r];
-    y[s] = sum;
-  }
-}
-
-// V[p] (at v + p point_stride) = Bt X Bt^T for the S x S input pixels of the
-// tile whose first output pixel is (row, col) of image `image` [H, W, C],
-// for Bt [P][S]; pixels outside the image read `zeros`. 16 channels at a
-// time, in registers.
-template <int P, int S>
-void input_transform(const float (&Bt)[P][S], float* v, int64_t point_stride, const float* image,
-                     int H, int W, int C, int row, int col, const float* zeros) {
-  const int r0 = 2 * row, c0 = 2 * col;
-  const float* pixel[S][S];
-  for (int su = 0; su < S; ++su)
-    for (int sv = 0; sv < S; ++sv)
-      pixel[su][sv] =
-          r0 + su < H && c0 + sv < W ? image + ((int64_t(r0) + su) * W + c0 + sv) * C : zeros;
-  for (int c = 0; c < C; c += kLanes) {
-    Vec rows[S][P];  // X Bt^T
-    for (int su = 0; su < S; ++su) {
-      Vec x[S];
-      for (int sv = 0; sv < S; ++sv) x[sv] = load(pixel[su][sv] + c);
-      times(rows[su], Bt, x);
-    }
-    for (int pv = 0; pv < P; ++pv) {
-      Vec column[S], out[P];
-      for (int su = 0; su < S; ++su) column[su] = rows[su][pv];
-      times(out, Bt, column);
-      for (int pu = 0; pu < P; ++pu) store(v + (pu * P + pv) * point_stride + c, out[pu]);
-    }
-  }
-}
-
-// dM[p] (at dm + p point_stride) = At^T dY At for the tile whose first output
-// pixel is (row, col), for At [O][P]: dY's pixel (a, b) is at dout_image
-// [Ho, Wo, C] (row + a, col + b) for a < rows, b < cols, and `zeros`
-// elsewhere.
-template <int O, int P>
-void output_grad_transform(const float (&At)[O][P], float* dm, int64_t point_stride,
-                           const float* dout_image, int Wo, int C, int row, int col, int rows,
-                           int cols, const float* zeros) {
-  const float* pixel[O][O];
-  for (int a = 0; a < O; ++a)
-    for (int b = 0; b < O; ++b)
-      pixel[a][b] =
-          a < rows && b < cols ? dout_image + ((int64_t(row) + a) * Wo + col + b) * C : zeros;
-  for (int c = 0; c < C; c += kLanes) {
-    Vec rows_at[O][P];  // dY At
-    for (int a = 0; a < O; ++a) {
-      Vec d[O];
-      for (int b = 0; b < O; ++b) d[b] = load(pixel[a][b] + c);
-      times_transposed(rows_at[a], At, d);
-    }
-    for (int pv = 0; pv < P; ++pv) {
-      Vec column[O], out[P];
-      for (int a = 0; a < O; ++a) column[a] = rows_at[a][pv];
-      times_transposed(out, At, column);
-      for (int pu = 0; pu < P; ++pu) store(dm + (pu * P + pv) * point_stride + c, out[pu]);
-    }
-  }
-}
-
-// The tile's output pixels (row + a, col + b) inside out_image [Ho, Wo, C]:
-// Y = bias + At M At^T (then ReLU with relu), M[p] at m + p point_stride.
-void output_transform(float* out_image, int Ho, int Wo, int C, int row, int col, const float* m,
-                      int64_t point_stride, const float* bias, bool relu) {
-  const int rows = std::min(kOut, Ho - row), cols = std::min(kOut, Wo - col);
-  const Vec zero = {};
-  for (int c = 0; c < C; c += kLanes) {
-    Vec rows_at[kAxisPoints][kOut];  // M At^T
-    for (int pu = 0; pu < kAxisPoints; ++pu) {
-      Vec points[kAxisPoints];
-      for (int pv = 0; pv < kAxisPoints; ++pv)
-        points[pv] = load(m + (pu * kAxisPoints + pv) * point_stride + c);
-      times(rows_at[pu], kOutputTransform, points);
-    }
-    const Vec bias_c = load(bias + c);
-    for (int b = 0; b < cols; ++b) {
-      Vec column[kAxisPoints], y[kOut];
-      for (int pu = 0; pu < kAxisPoints; ++pu) column[pu] = rows_at[pu][b];
-      times(y, kOutputTransform, column);
-      for (int a = 0; a < rows; ++a) {
-        const Vec out = y[a] + bias_c;
-        store(out_image + ((int64_t(row) + a) * Wo + col + b) * C + c,
-              relu ? (out > zero ? out : zero) : out);
-      }
-    }
-  }
-}
-
-// strip [strip_rows, W, C] += Bt^T dV Bt at the tile's input pixels (2 row
-// + su, 2 col + sv) (row counted in the strip), for those inside the strip;
-// dV[p] at dv + p point_stride.
-void input_grad_transform(float* strip, int strip_rows, int W, int C, int row, int col,
-                          const float* dv, int64_t point_stride) {
-  const int r0 = 2 * row, c0 = 2 * col;
-  const int rows = std::min(kSpan, strip_rows - r0), cols = std::min(kSpan, W - c0);
-  for (int c = 0; c < C; c += kLanes) {
-    Vec rows_bt[kAxisPoints][kSpan];  // dV Bt
-    for (int pu = 0; pu < kAxisPoints; ++pu) {
-      Vec points[kAxisPoints];
-      for (int pv = 0; pv < kAxisPoints; ++pv)
-        points[pv] = load(dv + (pu * kAxisPoints + pv) * point_stride + c);
-      times_transposed(rows_bt[pu], kInputTransform, points);
-    }
-    for (int sv = 0; sv < cols; ++sv) {
-      Vec column[kAxisPoints], x[kSpan];
-      for (int pu = 0; pu < kAxisPoints; ++pu) column[pu] = rows_bt[pu][sv];
-      times_transposed(x, kInputTransform, column);
-      for (int su = 0; su < rows; ++su) {
-        float* pixel = strip + ((int64_t(r0) + su) * W + c0 + sv) * C + c;
-        store(pixel, load(pixel) + x[su]);
-      }
-    }
-  }
-}
-
-// For each point p: out[p][t, :] = in[p][t, :] u[p] for the n tiles of a
-// chunk, in[p] [tiles, K] and out[p] [tiles, N] at point strides of
-// chunk_tiles rows, u[p] [K, N]; N a multiple of 16.
-void point_products(float* out, const float* in, const float* u, int n, int chunk_tiles, int K,
-                    int N) {
-  for (int p = 0; p < kPoints; ++p) {
-    const float* up = u + int64_t(p) * K * N;
-    for (int c0 = 0; c0 < N; c0 += kBlockChannels) {
-      const int width = block_width(N, c0);
-      for (int t0 = 0; t0 < n; t0 += kTileRows) {
-        const int rows = std::min(kTileRows, n - t0);
-        float* o[kTileRows];
-        const float* x[kTileRows];
-        for (int r = 0; r < rows; ++r) {
-          o[r] = out + (int64_t(p) * chunk_tiles + t0 + r) * N + c0;
-          x[r] = in + (int64_t(p) * chunk_tiles + t0 + r) * K;
-        }
-        register_tile::multiply(rows, width, o, x, 1, up + c0, N, K, false);
-      }
-    }
-  }
-}
-
-// dw [tap][Cin][Cout] += G^T dU G for one chunk of the weight gradient's n
-// tiles, dU[p] [Cin, Cout] = V[p]^T dM[q] (V[p] [tiles, Cin] at v + p
-// chunk_tiles Cin, dM[q] [tiles, Cout] at dm + q chunk_tiles Cout, q the
-// output point that p meets): each 8 x 48 block of dU[p] is summed into
-// the taps point p reaches.
-void weight_grad_products(float* dw, const float* v, const float* dm, int n, int chunk_tiles,
-                          int Cin, int Cout) {
-  float block[kTileRows][kBlockChannels];
-  float* o[kTileRows];
-  for (int r = 0; r < kTileRows; ++r) o[r] = block[r];
-  for (int p = 0; p < kGradPoints; ++p) {
-    int taps[4], tap_count = 0;
-    for (int kh = 0; kh < 3; ++kh)
-      for (int kw = 0; kw < 3; ++kw)
-        if (kGradWeightTransform[p / kGradAxisPoints][kh] &&
-            kGradWeightTransform[p % kGradAxisPoints][kw])
-          taps[tap_count++] = kh * 3 + kw;
-    const float* vp = v + int64_t(p) * chunk_tiles * Cin;
-    const int q = kGradOutputPoint[p / kGradAxisPoints] * kGradOutputAxisPoints +
-                  kGradOutputPoint[p % kGradAxisPoints];
-    const float* dmp = dm + int64_t(q) * chunk_tiles * Cout;
-    for (int ci0 = 0; ci0 < Cin; ci0 += kTileRows) {
-      const float* x[kTileRows];
-      for (int r = 0; r < kTileRows; ++r) x[r] = vp + ci0 + r;
-      for (int co0 = 0; co0 < Cout; co0 += kBlockChannels) {
-        const int width = block_width(Cout, co0);
-        if (tap_count == 1) {  // straight into the tap
-          float* d[kTileRows];
-          for (int r = 0; r < kTileRows; ++r)
-            d[r] = dw + (int64_t(taps[0]) * Cin + ci0 + r) * Cout + co0;
-          register_tile::multiply(kTileRows, width, d, x, Cin, dmp + co0, Cout, n, true);
-          continue;
-        }
-        register_tile::multiply(kTileRows, width, o, x, Cin, dmp + co0, Cout, n, false);
-        for (int k = 0; k < tap_count; ++k) {
-          for (int r = 0; r < kTileRows; ++r) {
-            float* d = dw + (int64_t(taps[k]) * Cin + ci0 + r) * Cout + co0;
-            for (int c = 0; c < width; c += kLanes) store(d + c, load(d + c) + load(block[r] + c));
-          }
-        }
-      }
-    }
-  }
-}
-
-MPIASR_AVX512_END
-
 }  // namespace
 
+}  // namespace mpiasr
+
+#define MPIASR_SIMD_SOURCE "kernels/cpu/conv2d_winograd_simd.h"
+#include "kernels/cpu/simd_levels.h"
+
+namespace mpiasr {
+
 bool conv2d_winograd_available(int Cin, int Cout) {
-  return simd_level() == SimdLevel::kAvx512 && Cin % kLanes == 0 && Cout % kLanes == 0;
+  return simd_level() >= SimdLevel::kAvx2 && Cin % kChannelMultiple == 0 &&
+         Cout % kChannelMultiple == 0;
+}
+
+bool conv2d_winograd_weight_grad_chosen(int Cin, int Cout) {
+  return simd_level() == SimdLevel::kAvx512 && conv2d_winograd_available(Cin, Cout);
 }
 
 void conv2d_winograd_forward(float* out, const float* inp, const float* weight, const float* bias,
                              int B, int Cin, int H, int W, int Cout, bool relu) {
   const Shape s = make_shape(B, Cin, H, W, Cout);
-  const std::vector<float> u = transform_weight(weight, Cin, Cout, false);
+  const std::vector<float> u =
+      transform_weight(weight, Cin, Cout, false, MPIASR_SIMD_CALL(block_channels));
   const std::vector<float> bias_or_zero =
       bias ? std::vector<float>(bias, bias + Cout) : std::vector<float>(Cout);
   const int64_t chunks = (s.tiles() + kChunkTiles - 1) / kChunkTiles;
@@ -418,26 +210,15 @@ void conv2d_winograd_forward(float* out, const float* inp, const float* weight, 
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const int64_t t0 = chunk * kChunkTiles;
       const int n = int(std::min<int64_t>(kChunkTiles, s.tiles() - t0));
-      for (int t = 0; t < n; ++t) {
-        const Tile tile = tile_at(t0 + t, s.tile_rows, s.tile_cols, kOut);
-        input_transform(kInputTransform, v.data() + int64_t(t) * Cin, int64_t(kChunkTiles) * Cin,
-                        inp + int64_t(tile.b) * H * W * Cin, H, W, Cin, tile.row, tile.col,
-                        zeros.data());
-      }
-      point_products(m.data(), v.data(), u.data(), n, kChunkTiles, Cin, Cout);
-      for (int t = 0; t < n; ++t) {
-        const Tile tile = tile_at(t0 + t, s.tile_rows, s.tile_cols, kOut);
-        output_transform(out + int64_t(tile.b) * s.Ho * s.Wo * Cout, s.Ho, s.Wo, Cout, tile.row,
-                         tile.col, m.data() + int64_t(t) * Cout, int64_t(kChunkTiles) * Cout,
-                         bias_or_zero.data(), relu);
-      }
+      MPIASR_SIMD_CALL(forward_chunk, out, inp, u.data(), bias_or_zero.data(), s, t0, n, v.data(),
+                       m.data(), zeros.data(), relu);
     }
   }
 }
 
 std::vector<float> conv2d_winograd_input_grad_weight(const float* weight, int Cin, int Cout) {
   make_shape(1, Cin, 3, 3, Cout);  // checks the channels
-  return transform_weight(weight, Cin, Cout, true);
+  return transform_weight(weight, Cin, Cout, true, MPIASR_SIMD_CALL(block_channels));
 }
 
 size_t conv2d_winograd_strip_scratch_size(int Cin, int Cout) {
@@ -463,20 +244,8 @@ void conv2d_winograd_input_grad_strip(float* strip, const float* dout,
   const int tiles = tiles_along(lines, kOut) * s.tile_cols;
   for (int t0 = 0; t0 < tiles; t0 += kChunkTiles) {
     const int n = std::min(kChunkTiles, tiles - t0);
-    // Tile t0 + t: strip-relative first output line and first column.
-    const auto line_of = [&](int t) { return (t0 + t) / s.tile_cols * kOut; };
-    const auto col_of = [&](int t) { return (t0 + t) % s.tile_cols * kOut; };
-    for (int t = 0; t < n; ++t) {
-      output_grad_transform(kOutputTransform, dm + int64_t(t) * Cout, int64_t(kChunkTiles) * Cout,
-                            dout_image, s.Wo, Cout, first_line + line_of(t), col_of(t),
-                            std::min(kOut, lines - line_of(t)), std::min(kOut, s.Wo - col_of(t)),
-                            zeros);
-    }
-    point_products(dv, dm, transformed_weight, n, kChunkTiles, Cout, Cin);
-    for (int t = 0; t < n; ++t) {
-      input_grad_transform(strip, strip_rows, W, Cin, line_of(t), col_of(t), dv + int64_t(t) * Cin,
-                           int64_t(kChunkTiles) * Cin);
-    }
+    MPIASR_SIMD_CALL(input_grad_chunk, strip, strip_rows, dout_image, transformed_weight, s,
+                     first_line, lines, t0, n, dm, dv, zeros);
   }
 }
 
@@ -501,17 +270,8 @@ void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float*
     for (int64_t chunk = 0; chunk < chunks; ++chunk) {
       const int64_t t0 = chunk * kGradChunkTiles;
       const int n = int(std::min<int64_t>(kGradChunkTiles, tiles - t0));
-      for (int t = 0; t < n; ++t) {
-        const Tile tile = tile_at(t0 + t, tile_rows, tile_cols, kGradOut);
-        input_transform(kGradInputTransform, v.data() + int64_t(t) * Cin,
-                        int64_t(kGradChunkTiles) * Cin, inp + int64_t(tile.b) * H * W * Cin, H, W,
-                        Cin, tile.row, tile.col, zeros.data());
-        output_grad_transform(
-            kGradOutputTransform, dm.data() + int64_t(t) * Cout, int64_t(kGradChunkTiles) * Cout,
-            dout + int64_t(tile.b) * s.Ho * s.Wo * Cout, s.Wo, Cout, tile.row, tile.col,
-            std::min(kGradOut, s.Ho - tile.row), std::min(kGradOut, s.Wo - tile.col), zeros.data());
-      }
-      weight_grad_products(my_dw, v.data(), dm.data(), n, kGradChunkTiles, Cin, Cout);
+      MPIASR_SIMD_CALL(weight_grad_chunk, my_dw, inp, dout, s, tile_rows, tile_cols, t0, n,
+                       v.data(), dm.data(), zeros.data());
     }
   }
   add_thread_partials(dw.data(), threads, taps_size);
@@ -521,9 +281,13 @@ void conv2d_winograd_weight_grad(float* dweight, const float* dout, const float*
         dweight[(int64_t(co) * Cin + ci) * 9 + tap] += dw[(int64_t(tap) * Cin + ci) * Cout + co];
 }
 
-#else  // no AVX-512 build: the im2col path of conv2d.cpp runs everywhere
+#else  // no x86-64 GCC build: the im2col path of conv2d.cpp runs everywhere
 
 bool conv2d_winograd_available(int, int) {
+  return false;
+}
+
+bool conv2d_winograd_weight_grad_chosen(int, int) {
   return false;
 }
 

@@ -1,6 +1,6 @@
 // The 3x3 stride-2 convolution of conv2d.h (same layouts and formula) by a
-// strided Winograd transform, for float on an AVX-512 CPU: fewer multiplies
-// than the direct sum, the same result up to rounding.
+// strided Winograd transform, for float on a CPU with AVX2 or AVX-512: fewer
+// multiplies than the direct sum, the same result up to rounding.
 //
 //   out[b, i, j, co] = bias[co] + sum_{kh, kw, ci} inp[b, 2i + kh, 2j + kw, ci] W[co, ci, kh, kw]
 //
@@ -42,17 +42,20 @@
 // at `small`'s 99 x 19 output pixels, 100 x 20 are computed, 0.74 of the
 // direct products.
 //
-// Layouts: the transforms run over vectors of 16 channels (channels-last),
-// in registers, so they are elementwise over C. A chunk of 64 tiles keeps V
-// and M as [point][tile][C] (3 MB each at C = 144); the point products are
-// the register tile of register_tile.h, with the tiles as rows and the
-// point's U[p] [C, C] as the panel. Bt and At hold small integers; G holds
-// 1/2, 1/6 and 1/3. The weight's transform runs in double, once per call.
-// The weight gradient's chunks of 64 tiles keep V and dM as [point][tile][C]
+// Layouts: the transforms run over vectors of channels (channels-last, one
+// register of the instruction-set level: 16 floats with AVX-512, 8 with
+// AVX2), in registers, so they are elementwise over C. A chunk of 64 tiles
+// keeps V and M as [point][tile][C] (3 MB each at C = 144); the point
+// products are a register tile of R rows by a panel of P columns (R x P:
+// 8 x 48 with AVX-512, 6 x 16 with AVX2; conv2d_winograd_simd.h), with the
+// tiles as rows and the point's U[p] [C, C], stored as panels of P
+// columns, as the panel. Bt and At hold small integers; G holds 1/2, 1/6
+// and 1/3. The weight's transform runs in double, once per call. The
+// weight gradient's chunks of 64 tiles keep V and dM as [point][tile][C]
 // too (dM holds 9 points: along an axis, At^T dY has 3 distinct values);
-// its register tile takes 8 input channels as rows (their operands
-// C floats apart along the tiles) and dM's tiles as the panel, and sums
-// each 8 x 48 block into the taps its point reaches in the thread's dW
+// its register tile takes R input channels as rows (their operands C
+// floats apart along the tiles) and dM's tiles as the panel, and sums each
+// R x P block into the taps its point reaches in the thread's dW
 // [tap][Cin][Cout] (750 KB at C = 144): straight into the tap for the 16
 // points that reach one, through a block for the other 9.
 #pragma once
@@ -64,11 +67,19 @@
 namespace mpiasr {
 
 // Whether this process runs the Winograd convolution (forward and input
-// gradient) for these channel counts: the kernels run at the avx512 level
-// (kernels/cpu/simd.h: the CPU has AVX-512 and MPIASR_SIMD does not cap it)
-// and Cin, Cout are multiples of 16 (the transforms take 16 channels at a
-// time, in registers).
+// gradient) for these channel counts: the kernels run at the avx2 or avx512
+// level (kernels/cpu/simd.h: the CPU has AVX2 or AVX-512 and MPIASR_SIMD
+// does not cap it below avx2) and Cin, Cout are multiples of 16 (a whole
+// number of registers of channels at either level).
 bool conv2d_winograd_available(int Cin, int Cout);
+
+// Whether the convolution's dispatcher (conv2d.h) takes the weight gradient
+// by the transform: where conv2d_winograd_available, at the avx512 level
+// only. At the avx2 level im2col + GEMM was faster: at the `small`
+// subsampling's conv.2, 1 thread, on an AMD EPYC (Zen 3, AVX2, OpenBLAS's
+// Zen kernels), 137-139 ms against 154-155 ms by the transform (3
+// alternations of cpu_ops_bench's BM_conv2d_backward/1/2).
+bool conv2d_winograd_weight_grad_chosen(int Cin, int Cout);
 
 // Output lines of a tile: callers that cut the output into strips of lines
 // waste the least with multiples of it.
@@ -87,7 +98,8 @@ void conv2d_winograd_forward(float* out, const float* inp, const float* weight, 
 //                     first_line <= i < first_line + lines, co
 // Where two strips share a row, each holds its own part (the subsampling's
 // fused backward, conv2d.h, sums them). transformed_weight comes from
-// conv2d_winograd_input_grad_weight; scratch is room for
+// conv2d_winograd_input_grad_weight, called at the same instruction-set
+// level (its panels are the level's); scratch is room for
 // conv2d_winograd_strip_scratch_size floats, one per thread.
 std::vector<float> conv2d_winograd_input_grad_weight(const float* weight, int Cin, int Cout);
 size_t conv2d_winograd_strip_scratch_size(int Cin, int Cout);

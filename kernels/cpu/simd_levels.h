@@ -5,6 +5,9 @@
 // (#pragma GCC target). OpenMP's outlined loop bodies take the target of the
 // function that holds them. Each copy is in an unnamed namespace: only the
 // wrappers of the file that includes it call it, through MPIASR_SIMD_CALL.
+// The source may read kSimdLevel, the level its copy is built for (GCC does
+// not define __AVX2__ or __AVX512F__ under #pragma GCC target), to choose
+// sizes that fit the level's registers.
 //
 // Usage, in the kernel's .cpp at global scope, after its includes and the
 // helpers the loops call, before the wrappers:
@@ -21,6 +24,7 @@
 
 namespace mpiasr::simd_generic {
 namespace {
+[[maybe_unused]] constexpr SimdLevel kSimdLevel = SimdLevel::kGeneric;
 #include MPIASR_SIMD_SOURCE
 }  // namespace
 }  // namespace mpiasr::simd_generic
@@ -30,6 +34,7 @@ namespace {
 #pragma GCC target("arch=x86-64-v3")
 namespace mpiasr::simd_avx2 {
 namespace {
+[[maybe_unused]] constexpr SimdLevel kSimdLevel = SimdLevel::kAvx2;
 #include MPIASR_SIMD_SOURCE
 }  // namespace
 }  // namespace mpiasr::simd_avx2
@@ -39,6 +44,7 @@ namespace {
 #pragma GCC target("arch=x86-64-v4")
 namespace mpiasr::simd_avx512 {
 namespace {
+[[maybe_unused]] constexpr SimdLevel kSimdLevel = SimdLevel::kAvx512;
 #include MPIASR_SIMD_SOURCE
 }  // namespace
 }  // namespace mpiasr::simd_avx512

@@ -4,8 +4,10 @@
 // pixel), chunks of 64 tiles and their remainders, chunks that run
 // across images, channel blocks of 48, 32 and 16, even and odd sizes, and one
 // and two threads; and the subsampling's
-// fused backward, which uses the input gradient. Skips where the CPU has no
-// AVX-512.
+// fused backward, which uses the input gradient. Runs at the instruction-set
+// level the kernels run (avx512 or avx2; ctest's kernels.avx2.* entry runs
+// the avx2 code on an AVX-512 CPU, whose register tile and panels differ),
+// and skips at the generic level, where the convolution is im2col + GEMM.
 #include "kernels/cpu/conv2d_winograd.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +20,7 @@
 
 #include "kernels/cpu/conv2d.h"
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/simd.h"
 #include "tests/kernels/gradient_check.h"
 #include "tests/kernels/naive_conv2d.h"
 
@@ -36,7 +39,7 @@ class Conv2dWinograd : public ::testing::TestWithParam<ConvCase> {};
 TEST_P(Conv2dWinograd, MatchesNaiveConvolutionOnOneAndTwoThreads) {
   const ConvCase c = GetParam();
   if (!conv2d_winograd_available(c.Cin, c.Cout))
-    GTEST_SKIP() << "the kernels do not run at the avx512 level";
+    GTEST_SKIP() << "the kernels do not run at the avx2 or avx512 level";
   std::mt19937_64 rng(31);
   const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -92,7 +95,7 @@ std::vector<double> naive_input_grad_strip(const std::vector<double>& g,
 TEST_P(Conv2dWinograd, InputGradientStripsMatchNaiveSums) {
   const ConvCase c = GetParam();
   if (!conv2d_winograd_available(c.Cin, c.Cout))
-    GTEST_SKIP() << "the kernels do not run at the avx512 level";
+    GTEST_SKIP() << "the kernels do not run at the avx2 or avx512 level";
   std::mt19937_64 rng(32);
   const int Ho = conv2d_out_size(c.H);
   const auto w = testing::random_vector(size_t(c.Cout) * c.Cin * 9, rng);
@@ -136,7 +139,7 @@ std::vector<double> naive_weight_grad(const std::vector<double>& g, const std::v
 TEST_P(Conv2dWinograd, WeightGradientAddsTheNaiveSumOnOneAndTwoThreads) {
   const ConvCase c = GetParam();
   if (!conv2d_winograd_available(c.Cin, c.Cout))
-    GTEST_SKIP() << "the kernels do not run at the avx512 level";
+    GTEST_SKIP() << "the kernels do not run at the avx2 or avx512 level";
   std::mt19937_64 rng(34);
   const auto inp = testing::random_vector(size_t(c.B) * c.H * c.W * c.Cin, rng);
   const auto g = testing::random_vector(testing::out_size(c), rng);
@@ -159,7 +162,7 @@ TEST_P(Conv2dWinograd, WeightGradientAddsTheNaiveSumOnOneAndTwoThreads) {
 TEST(Conv2dWinograd, SubsamplingFirstConvBackwardInFloatMatchesDouble) {
   const int B = 2, H = 403, W = 41, C = 48;
   if (!conv2d_winograd_available(C, C))
-    GTEST_SKIP() << "the kernels do not run at the avx512 level";
+    GTEST_SKIP() << "the kernels do not run at the avx2 or avx512 level";
   const int H1 = conv2d_out_size(H), W1 = conv2d_out_size(W);
   const int H2 = conv2d_out_size(H1), W2 = conv2d_out_size(W1);
   std::mt19937_64 rng(33);
@@ -199,9 +202,20 @@ INSTANTIATE_TEST_SUITE_P(
                       ConvCase{2, 16, 67, 71, 16}     // 33 x 35: 81 tiles per image, many chunks
                       ));
 
+// The weight gradient is taken by the transform at the avx512 level only.
+TEST(Conv2dWinograd, WeightGradientIsChosenAtTheAvx512LevelOnly) {
+  for (const SimdLevel level : {SimdLevel::kGeneric, SimdLevel::kAvx2, SimdLevel::kAvx512}) {
+    if (level > simd_best_level()) continue;
+    ScopedSimdLevel at(level);
+    EXPECT_EQ(conv2d_winograd_weight_grad_chosen(144, 144), level == SimdLevel::kAvx512)
+        << simd_level_name(level);
+    EXPECT_FALSE(conv2d_winograd_weight_grad_chosen(24, 16)) << simd_level_name(level);
+  }
+}
+
 TEST(Conv2dWinograd, IsAvailableOnlyForWholeVectorsOfChannels) {
   if (!conv2d_winograd_available(16, 16))
-    GTEST_SKIP() << "the kernels do not run at the avx512 level";
+    GTEST_SKIP() << "the kernels do not run at the avx2 or avx512 level";
   EXPECT_FALSE(conv2d_winograd_available(1, 16));
   EXPECT_FALSE(conv2d_winograd_available(24, 16));
   EXPECT_FALSE(conv2d_winograd_available(16, 24));
@@ -244,7 +258,10 @@ TEST(Conv2dWinograd, CountsTheProductsItRuns) {
   if (conv2d_winograd_available(144, 144)) {
     EXPECT_EQ(second.forward, conv2d_winograd_forward_multiply_adds(16, 144, 199, 39, 144));
     EXPECT_EQ(second.input_grad, second.forward);
-    EXPECT_EQ(second.weight_grad, conv2d_winograd_weight_grad_multiply_adds(16, 144, 199, 39, 144));
+    EXPECT_EQ(second.weight_grad,
+              conv2d_winograd_weight_grad_chosen(144, 144)
+                  ? conv2d_winograd_weight_grad_multiply_adds(16, 144, 199, 39, 144)
+                  : direct);
   } else {
     EXPECT_EQ(second.forward, direct);
     EXPECT_EQ(second.input_grad, direct);
