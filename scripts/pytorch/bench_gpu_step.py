@@ -41,7 +41,7 @@ import time
 
 try:
     import torch
-except ImportError as error:
+except (ImportError, OSError) as error:  # not installed, or its libraries do not load
     print(f"SKIP (no PyTorch: {error})")
     sys.exit(77)
 
@@ -100,7 +100,7 @@ def main():
               f"{torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
         torch.backends.cudnn.benchmark = True
     else:
-        print(f"torch {torch.__version__}, {device.type}, {torch.get_num_threads()} threads")
+        print(f"torch {torch.__version__}, CPU, torch.get_num_threads() {torch.get_num_threads()}")
     torch.manual_seed(1)
 
     d_model, layers, heads, channels = PRESETS[args.preset]
