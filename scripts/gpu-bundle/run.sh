@@ -14,13 +14,13 @@
 #   allocator     10  offset_allocator_test: the device arena's bookkeeping (CPU only)
 #   kernels       20  cuda_kernels_test: each CUDA op against the CPU backend,
 #                     one row per op with its worst error as a share of its tolerance
-#   train_step    20  cuda_training_test: a `tiny` training step, GPU against CPU
+#   train_step    15  cuda_training_test: a `tiny` training step, GPU against CPU
 #   train         30  mpiasr train tiny on the GPU, 300 steps on the bundled
 #                     corpus: the loss falls, checkpoints are written
 #   resume        15  the same command to step 350: it resumes from step 300,
 #                     now with step graphs (training.cuda_graphs, frames padded
 #                     to 64), and replays them
-#   eval          15  mpiasr eval of the GPU run's checkpoint: a CER
+#   eval          10  mpiasr eval of the GPU run's checkpoint: a CER
 #   nccl_mpirun   20  nccl_test under the bundle's mpirun -np 1 (1-rank NCCL
 #                     all-reduce on the world and node communicators, the bucketed reducer)
 #   nccl_single   15  nccl_test started alone, as an MPI singleton
@@ -28,7 +28,7 @@
 #   bench_medium  30  cuda_train_bench --preset=medium: ms/step, audio-s/s, TFLOP/s, MFU,
 #                     eager and with step graphs, 6 s each
 #   bench_large   35  the same for large
-#   pytorch      120  the same models and batches in PyTorch (pytorch/bench_gpu_step.py:
+#   pytorch      130  the same models and batches in PyTorch (pytorch/bench_gpu_step.py:
 #                     bf16 autocast, scaled_dot_product_attention, AdamW, CTC), eager
 #                     and with torch.compile: ms/step and mpiasr's step time over
 #                     it, up to PYTORCH_SECONDS for each model
@@ -105,7 +105,7 @@ LARGE_STEP=$(size       "--preset=large"                 "--preset=tiny --batch=
 MEDIUM_BENCH_ARGS="$MEDIUM_STEP $(size "--seconds=6" "--seconds=0.1")"
 LARGE_BENCH_ARGS="$LARGE_STEP $(size "--seconds=6" "--seconds=0.1")"
 PYTORCH_ARGS=$(size     "--device=cuda"                  "--device=cpu --precision=fp32 --steps=3 --warmup=1")
-PYTORCH_SECONDS=$(size  50                               30)
+PYTORCH_SECONDS=$(size  58                               30)
 FIGURES_NOTE=$(size     ""                               "emulated: not a GPU figure; ")
 PYTORCH_NOTE=$(size     ""                               "PyTorch on the CPU, mpiasr emulated: not GPU figures; ")
 declare -A budgets  # seconds
@@ -113,16 +113,16 @@ while read -r step gpu_run rehearsal; do budgets[$step]=$(size "$gpu_run" "$rehe
 probe         10   10
 allocator     10   20
 kernels       20  120
-train_step    20   60
+train_step    15   60
 train         30  120
 resume        15   90
-eval          15   30
+eval          10   30
 nccl_mpirun   20   60
 nccl_single   15   60
 bench_ops     20   60
 bench_medium  30   60
 bench_large   35   90
-pytorch      120   60
+pytorch      130   60
 profile       60   10
 memcheck      30   90
 EOF
