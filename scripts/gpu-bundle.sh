@@ -6,7 +6,7 @@
 # scripts/gpu-bundle/run.sh for the steps and the table).
 #
 #   OUT/run.sh            the check (scripts/gpu-bundle/run.sh)
-#   OUT/sanitize.sh       compute-sanitizer and Nsight Compute by hand (scripts/gpu-bundle/sanitize.sh)
+#   OUT/sanitize.sh       compute-sanitizer by hand (scripts/gpu-bundle/sanitize.sh)
 #   OUT/payload.tar.xz    unpacked by run.sh into $TMPDIR:
 #     bin/          mpiasr, the GPU tests and the CUDA benchmarks (stripped),
 #                   OpenMPI's orterun (also as mpirun, mpiexec) and orted
@@ -17,6 +17,9 @@
 #     lib/openmpi, lib/pmix, lib/hwloc   the plugins
 #     share/, etc/  OpenMPI's and PMIx's help files and OpenMPI's settings
 #     env.sh        relocates OpenMPI and PMIx there, finds the device's libraries
+#     ncu-kernels.sh  sums Nsight Compute's kernel times by kernel (scripts/gpu-bundle/)
+#     pytorch/      scripts/pytorch/bench_gpu_step.py and the model it trains,
+#                   conformer_ctc.py: PyTorch's step beside mpiasr's
 #     configs/      scripts/configs/{tiny,medium,large}.yaml
 #     corpus/       60 generated utterances (scripts/make-corpus.sh, seed 3) and
 #     prepared/     the tokenizer and CMVN statistics `mpiasr prepare` made of them
@@ -131,7 +134,7 @@ done
 stage="$out.tmp"
 rm -rf "$stage"
 payload="$stage/payload"
-mkdir -p "$payload"/{bin,lib/openmpi,lib/pmix,lib/hwloc,share,etc,configs,corpus,prepared}
+mkdir -p "$payload"/{bin,lib/openmpi,lib/pmix,lib/hwloc,share,etc,configs,corpus,prepared,pytorch}
 
 # ---- programs and the OpenMPI runtime ------------------------------------------------------
 note "programs"
@@ -199,7 +202,8 @@ for elf in "${elfs[@]}"; do
   done < <(ldd "$elf" | awk '$2 == "=>" { print $1 "\t" ($3 == "not" ? "not found" : $3) }')
 done
 printf '%s\n' "${!needs_from_device[@]}" | sort > "$payload/needs-from-device.txt"
-cp "$root/scripts/gpu-bundle/env.sh" "$payload/env.sh"
+cp "$root/scripts/gpu-bundle/env.sh" "$root/scripts/gpu-bundle/ncu-kernels.sh" "$payload/"
+cp "$root/scripts/pytorch/bench_gpu_step.py" "$root/scripts/pytorch/conformer_ctc.py" "$payload/pytorch/"
 
 # ---- configs, corpus, tokenizer and statistics ---------------------------------------------
 note "corpus (cached in $build_dir/e2e_corpus) and mpiasr prepare"

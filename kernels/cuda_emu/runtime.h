@@ -70,6 +70,8 @@
 //               cudaErrorStreamCaptureUnsupported and invalidates the
 //               capture, whose end then fails with
 //               cudaErrorStreamCaptureInvalidated
+//   profiler    cudaProfilerStart and cudaProfilerStop (cuda_profiler_api.h),
+//               which mark what Nsight Compute profiles, do nothing here
 //   counts      api_counts(): kernel launches and cuBLAS GEMMs issued by the
 //               host, graph launches and the kernels they replay, and every
 //               call that makes the host wait for the device, by kind
@@ -209,6 +211,9 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t exec, cudaStream_t stream);
 cudaError_t cudaGraphGetNodes(cudaGraph_t graph, cudaGraphNode_t* nodes, size_t* count);
 cudaError_t cudaGraphDestroy(cudaGraph_t graph);
 cudaError_t cudaGraphExecDestroy(cudaGraphExec_t exec);
+
+cudaError_t cudaProfilerStart();
+cudaError_t cudaProfilerStop();
 
 cudaError_t cudaRuntimeGetVersion(int* version);
 cudaError_t cudaDriverGetVersion(int* version);

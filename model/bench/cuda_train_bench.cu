@@ -15,18 +15,22 @@
 // every matrix product and convolution of forward and backward; elementwise
 // work not counted) and
 // MFU, its ratio to the device's dense fp16 tensor-core peak; launches/step
-// and host_waits/step (kernels/cuda/call_counts.h). Run twice: train_step
-// queues forward and backward eagerly, train_step_graphs as a step graph
-// (training.cuda_graphs), captured in the warm-up and replayed; each for
-// --seconds.
+// and host_waits/step (kernels/cuda/call_counts.h); parameters, the model's.
+// Run twice: train_step queues forward and backward eagerly, train_step_graphs
+// as a step graph (training.cuda_graphs), captured in the warm-up and
+// replayed; each for --seconds.
 //
 // Flags (before Google Benchmark's): --preset=NAME (default medium),
 // --seconds=S (default 10): each run lasts about S seconds, after 4 warm-up
 // steps that also size the iteration count; --batch=N utterances and
-// --frames=F frames each (default 32 and 1500; F / 10 tokens each). Without a CUDA device it prints
+// --frames=F frames each (default 32 and 1500; F / 10 tokens each);
+// --profile-step: after the warm-up, one eager step between cudaProfilerStart
+// and cudaProfilerStop (what `ncu --profile-from-start off` profiles), its
+// launches printed, and no benchmark run. Without a CUDA device it prints
 // SKIP, or lists its benchmark, and exits 0 (kernels/bench/cuda_bench_skip.h).
 #include <benchmark/benchmark.h>
 #include <cuda_fp16.h>
+#include <cuda_profiler_api.h>
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +45,7 @@
 #include "kernels/bench/cuda_bench_skip.h"
 #include "kernels/cuda/call_counts.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/cuda_device.h"
 #include "model/bench/gpu_bench_batch.h"
 #include "model/conformer.h"
@@ -75,6 +80,7 @@ struct Setup {
   std::string preset = "medium";
   double seconds = 10.0;
   int batch = 32, frames = 1500;
+  bool profile_step = false;
 };
 
 // What one run trains, made once a device is known to be there.
@@ -111,6 +117,7 @@ void BM_train_step(benchmark::State& state, TrainRun* run, const Setup& setup, b
                                                benchmark::Counter::kIsIterationInvariantRate);
   }
   state.counters["skipped_steps"] = control.skipped;
+  state.counters["parameters"] = double(run->model->params().num_parameters());
   state.counters["launches/step"] = double(counts.launches) / double(done);
   state.counters["host_waits/step"] = double(counts.host_waits) / double(done);
   state.counters["graph_launches/step"] = double(counts.graph_launches) / double(done);
@@ -135,6 +142,8 @@ int main(int argc, char** argv) {
       setup.batch = std::max(1, std::atoi(argv[i] + 8));
     } else if (std::strncmp(argv[i], "--frames=", 9) == 0) {
       setup.frames = std::max(100, std::atoi(argv[i] + 9));
+    } else if (std::strcmp(argv[i], "--profile-step") == 0) {
+      setup.profile_step = true;
     } else {
       rest.push_back(argv[i]);
     }
@@ -175,6 +184,16 @@ int main(int argc, char** argv) {
   run.optimizer->read_control();
   const double step_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (setup.profile_step) {
+    reset_cuda_call_counts();
+    CUDA_CHECK(cudaProfilerStart());
+    train_step(*run.backend, *run.model, *run.optimizer, run.scaler, run.batch, 4, false);
+    run.optimizer->read_control();
+    CUDA_CHECK(cudaProfilerStop());
+    std::printf("profiled step: train_step/%s, %llu launches (a cuBLASLt matmul counts one)\n",
+                setup.preset.c_str(), static_cast<unsigned long long>(cuda_call_counts().launches));
+    return 0;
+  }
   for (benchmark::internal::Benchmark* benchmark : registered) {
     benchmark->Iterations(benchmark::IterationCount(std::max(1.0, setup.seconds / step_seconds)));
   }

@@ -12,36 +12,42 @@
 # sizes below):
 #   probe         10  nvidia-smi: the GPUs and the driver
 #   allocator     10  offset_allocator_test: the device arena's bookkeeping (CPU only)
-#   kernels       30  cuda_kernels_test: each CUDA op against the CPU backend,
+#   kernels       20  cuda_kernels_test: each CUDA op against the CPU backend,
 #                     one row per op with its worst error as a share of its tolerance
-#   train_step    20  cuda_training_test: a `tiny` training step, GPU against CPU
-#   train         45  mpiasr train tiny on the GPU, 300 steps on the bundled
+#   train_step    15  cuda_training_test: a `tiny` training step, GPU against CPU
+#   train         30  mpiasr train tiny on the GPU, 300 steps on the bundled
 #                     corpus: the loss falls, checkpoints are written
-#   resume        20  the same command to step 350: it resumes from step 300,
+#   resume        15  the same command to step 350: it resumes from step 300,
 #                     now with step graphs (training.cuda_graphs, frames padded
 #                     to 64), and replays them
-#   eval          15  mpiasr eval of the GPU run's checkpoint: a CER
+#   eval          10  mpiasr eval of the GPU run's checkpoint: a CER
 #   nccl_mpirun   20  nccl_test under the bundle's mpirun -np 1 (1-rank NCCL
 #                     all-reduce on the world and node communicators, the bucketed reducer)
 #   nccl_single   15  nccl_test started alone, as an MPI singleton
-#   bench_ops     30  cuda_ops_bench: time per op, TFLOP/s or GB/s, % of peak
+#   bench_ops     20  cuda_ops_bench: time per op, TFLOP/s or GB/s, % of peak
 #   bench_medium  30  cuda_train_bench --preset=medium: ms/step, audio-s/s, TFLOP/s, MFU,
 #                     eager and with step graphs, 6 s each
 #   bench_large   35  the same for large
-#   memcheck      50  compute-sanitizer memcheck over the subset of
+#   pytorch      130  the same models and batches in PyTorch (pytorch/bench_gpu_step.py:
+#                     bf16 autocast, scaled_dot_product_attention, AdamW, CTC), eager
+#                     and with torch.compile: ms/step and mpiasr's step time over
+#                     it, up to PYTORCH_SECONDS for each model
+#   profile       60  Nsight Compute over one eager step of large (cuda_train_bench
+#                     --profile-step): kernel time, share and DRAM rate by kernel
+#   memcheck      30  compute-sanitizer memcheck over the subset of
 #                     cuda_kernels_test in MEMCHECK_FILTER
-# The budgets add up to 330 s, and no step starts after 340 s (MPIASR_CHECK_SECONDS),
-# so a run ends within 6 minutes however its steps end. Every CUDA program
+# The budgets add up to 450 s, and no step starts after 460 s (MPIASR_CHECK_SECONDS),
+# so a run ends within 8 minutes however its steps end. Every CUDA program
 # runs with cuBLASLt's error log on (CUBLASLT_LOG_LEVEL=1), written next to
 # the step's log (STEP.cublaslt.PID.log) and copied into it.
 #
 # Table columns: step, status, seconds taken, budget, details. Status: PASS,
 # FAIL (the project's fault, or a GPU that nvidia-smi lists and the CUDA
 # runtime does not use), SKIP (the step could not run here: no GPU, a tool
-# that is missing or refuses the device, a program the bundle does not
-# hold), TIMEOUT (killed at its budget), NOT RUN (out of time, or a step it
-# needs did not pass). Indented rows break a step down (one per op,
-# benchmark, test).
+# that is missing or refuses the device, no PyTorch or none of its CUDA, a
+# program the bundle does not hold), TIMEOUT (killed at its budget), NOT RUN
+# (out of time, or a step it needs did not pass). Indented rows break a step
+# down (one per op, benchmark, test, PyTorch's mode, kernel).
 # Peaks for the percentages: MPIASR_PEAK_TFLOPS (default 989: dense fp16 of
 # the H200 and H100 SXM datasheets) and MPIASR_PEAK_GBPS (default 4800: the
 # H200's HBM3e).
@@ -55,7 +61,7 @@
 #
 # MPIASR_CHECK_SIZES=rehearsal runs the same steps, checks and thresholds at
 # the sizes of the rehearsal on the SIMT emulator (tests/integration/gpu_rehearsal.sh):
-# the sizes block below is all that differs.
+# the sizes block below is all that differs (PyTorch runs on the CPU there).
 set -uo pipefail
 bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ $# -ne 1 ]]; then
@@ -83,7 +89,7 @@ esac
 # The GPU run's value or the rehearsal's.
 size() { if ((sizes_column == 1)); then echo "$1"; else echo "$2"; fi; }
 #                       GPU run                          rehearsal
-check_seconds=$(size    340                              560)
+check_seconds=$(size    460                              560)
 TRAIN_STEPS=$(size      300                              8)
 RESUME_STEPS=$(size     350                              16)
 LOG_EVERY=$(size        25                               2)
@@ -91,31 +97,42 @@ LOSS_FALL=$(size        0.75                             0.95)
 TRAIN_ARGS=$(size       ""                               "--batching.batch_size=1")
 OPS_BENCH_ARGS=$(size   "--benchmark_min_time=0.1" \
   "--batch=1 --frames=400 --parameters=1000000 --benchmark_min_time=0.001")
-MEDIUM_BENCH_ARGS=$(size "--preset=medium --seconds=6"  "--preset=tiny --batch=1 --frames=200 --seconds=0.1")
-LARGE_BENCH_ARGS=$(size "--preset=large --seconds=6"    "--preset=tiny --batch=2 --frames=200 --seconds=0.1")
+# The model and batch of bench_medium and bench_large (on the GPU,
+# cuda_train_bench's default batch: 32 utterances of 1500 frames), which
+# pytorch and profile take too.
+MEDIUM_STEP=$(size      "--preset=medium"                "--preset=tiny --batch=1 --frames=200")
+LARGE_STEP=$(size       "--preset=large"                 "--preset=tiny --batch=2 --frames=200")
+MEDIUM_BENCH_ARGS="$MEDIUM_STEP $(size "--seconds=6" "--seconds=0.1")"
+LARGE_BENCH_ARGS="$LARGE_STEP $(size "--seconds=6" "--seconds=0.1")"
+PYTORCH_ARGS=$(size     "--device=cuda"                  "--device=cpu --precision=fp32 --steps=3 --warmup=1")
+PYTORCH_SECONDS=$(size  58                               30)
 FIGURES_NOTE=$(size     ""                               "emulated: not a GPU figure; ")
+PYTORCH_NOTE=$(size     ""                               "PyTorch on the CPU, mpiasr emulated: not GPU figures; ")
 declare -A budgets  # seconds
 while read -r step gpu_run rehearsal; do budgets[$step]=$(size "$gpu_run" "$rehearsal"); done << 'EOF'
 probe         10   10
 allocator     10   20
-kernels       30  120
-train_step    20   60
-train         45  120
-resume        20   90
-eval          15   30
+kernels       20  120
+train_step    15   60
+train         30  120
+resume        15   90
+eval          10   30
 nccl_mpirun   20   60
 nccl_single   15   60
-bench_ops     30   60
+bench_ops     20   60
 bench_medium  30   60
 bench_large   35   90
-memcheck      50   90
+pytorch      130   60
+profile       60   10
+memcheck      30   90
 EOF
 # The subset of cuda_kernels_test that compute-sanitizer runs in its budget:
 # the fp16 instantiation of every test, each kernel once (docs/gpu.md,
 # "Checking a GPU machine", says how it was sized).
 MEMCHECK_FILTER='*/0.*'
-export TRAIN_STEPS RESUME_STEPS LOG_EVERY LOSS_FALL TRAIN_ARGS OPS_BENCH_ARGS MEDIUM_BENCH_ARGS \
-  LARGE_BENCH_ARGS FIGURES_NOTE MEMCHECK_FILTER
+export TRAIN_STEPS RESUME_STEPS LOG_EVERY LOSS_FALL TRAIN_ARGS OPS_BENCH_ARGS MEDIUM_STEP LARGE_STEP \
+  MEDIUM_BENCH_ARGS LARGE_BENCH_ARGS PYTORCH_ARGS PYTORCH_SECONDS FIGURES_NOTE PYTORCH_NOTE \
+  MEMCHECK_FILTER
 
 start=$(date +%s)
 deadline=$((start + ${MPIASR_CHECK_SECONDS:-$check_seconds}))
@@ -348,6 +365,136 @@ step_bench_large() {
     --benchmark_out="$logs/bench_large.json" --benchmark_out_format=json
 }
 
+# A figure of the first benchmark in a Google Benchmark JSON file whose name
+# starts with `name` (real_time is in the benchmark's time_unit: ms for
+# cuda_train_bench); nothing when the file or the figure is not there.
+bench_value() {  # json name field
+  awk -v want="$2" -v field="\"$3\":" '
+    /^ *"name":/ { name = $0; sub(/^ *"name": *"/, "", name); found = index(name, want) == 1 }
+    found && index($0, field) {
+      value = $0; sub(/^[^:]*: */, "", value); sub(/,$/, "", value); print value + 0; exit
+    }' "$1" 2> /dev/null
+}
+
+# PyTorch's step beside mpiasr's: pytorch/bench_gpu_step.py on bench_medium's
+# and bench_large's models and batches, each run up to PYTORCH_SECONDS, by
+# the first python3 that imports torch (the one on PATH, else the usual
+# virtual environment's). No python3, no PyTorch or none of its CUDA is a
+# SKIP naming it; a PyTorch model whose parameters are not mpiasr's, or an
+# eager step that does not run, a FAIL. torch.compile is optional: when it
+# fails, or its run is killed at PYTORCH_SECONDS, its row says so and the
+# step goes on. Rows: each mode's ms/step and mpiasr's eager train_step time
+# over it (from bench_medium's and bench_large's JSON, when they ran).
+# shellcheck disable=SC2086  # the sizes' arguments split into words
+step_pytorch() {
+  local python="" candidate
+  for candidate in python3 /opt/torch/.venv/bin/python3; do
+    if "$candidate" -c 'import importlib.util as u, sys; sys.exit(not u.find_spec("torch"))' 2> /dev/null; then
+      python=$candidate
+      break
+    fi
+  done
+  if [[ -z "$python" ]]; then
+    command -v python3 > /dev/null ||
+      { detail "no python3 on PATH (nor /opt/torch/.venv/bin/python3)"; return 77; }
+    detail "no PyTorch in $(command -v python3) (no module torch), nor in /opt/torch/.venv"
+    return 77
+  fi
+  local model steps log rc eager compile line params mpiasr_ms mpiasr_params summary=""
+  : > "$logs/pytorch.rows"
+  for model in medium large; do
+    steps=MEDIUM_STEP
+    [[ $model == large ]] && steps=LARGE_STEP
+    log="$logs/pytorch_$model.log"
+    timeout -k 5 "$PYTORCH_SECONDS" "$python" "$B/pytorch/bench_gpu_step.py" ${!steps} $PYTORCH_ARGS \
+      > "$log" 2>&1
+    rc=$?
+    cat "$log"
+    if ((rc == 77)); then
+      detail "$(grep -m1 '^SKIP' "$log")"
+      return 77
+    fi
+    eager=$(sed -n 's/^eager: \([0-9.]*\) ms\/step.*/\1/p' "$log")
+    [[ -n "$eager" ]] || { detail "$model: exit $rc, no eager step: $(tail -n 1 "$log")"; return 1; }
+    params=$(sed -n 's/^[a-z]*: \([0-9]*\) parameters, .*/\1/p' "$log")
+    mpiasr_ms=$(bench_value "$logs/bench_$model.json" train_step/ real_time)
+    mpiasr_params=$(bench_value "$logs/bench_$model.json" train_step/ parameters)
+    if [[ -n "$mpiasr_params" && "$mpiasr_params" != "$params" ]]; then
+      detail "$model: PyTorch's model has $params parameters, mpiasr's $mpiasr_params: not the same model"
+      return 1
+    fi
+    pytorch_row "$model/eager" "$eager" "$(sed -n 's/^eager: [0-9.]* ms\/step (\(.*\))$/\1/p' "$log")"
+    compile=$(sed -n 's/^compile: \([0-9.]*\) ms\/step.*/\1/p' "$log")
+    line=$(sed -n 's/^compile: SKIP (\(.*\))$/\1/p' "$log")
+    if [[ -n "$compile" ]]; then
+      pytorch_row "$model/compile" "$compile" "$(sed -n 's/^compile: [0-9.]* ms\/step (\(.*\))$/\1/p' "$log")"
+      compile="$compile ms"
+    elif [[ -n "$line" ]]; then
+      printf '  %s/compile\tSKIP\t\t\t%s\n' "$model" "$line" >> "$logs/pytorch.rows"
+      compile=SKIP
+    elif ((rc == 124 || rc == 137)); then
+      printf '  %s/compile\tTIMEOUT\t\t\tkilled at %s s (PYTORCH_SECONDS) while compiling or timing\n' \
+        "$model" "$PYTORCH_SECONDS" >> "$logs/pytorch.rows"
+      compile=TIMEOUT
+    else
+      printf '  %s/compile\tSKIP\t\t\texit %s while compiling: %s\n' "$model" "$rc" "$(tail -n 1 "$log")" \
+        >> "$logs/pytorch.rows"
+      compile=SKIP
+    fi
+    summary+="${summary:+; }$model: eager $eager ms, compile $compile"
+    [[ -z "$mpiasr_ms" ]] || summary+=$(awk -v m="$mpiasr_ms" 'BEGIN { printf ", mpiasr %.1f ms", m }')
+  done
+  detail "$PYTORCH_NOTE$(grep -m1 '^torch ' "$logs/pytorch_medium.log"); $summary"
+}
+
+# A row of step_pytorch: PyTorch's ms/step, mpiasr's over it (uses the
+# caller's model and mpiasr_ms), how it was timed.
+pytorch_row() {  # name ms how
+  local versus="no mpiasr figure (bench_$model did not run)"
+  if [[ -n "$mpiasr_ms" ]]; then
+    versus=$(awk -v ms="$2" -v m="$mpiasr_ms" 'BEGIN { printf "mpiasr %.1f ms, %.2f times it", m, m / ms }')
+  fi
+  printf '  %s\t\t\t\t%s%s ms/step; %s; %s\n' "$1" "$PYTORCH_NOTE" "$2" "$versus" "$3" >> "$logs/pytorch.rows"
+}
+
+# Nsight Compute over one eager training step of large (cuda_train_bench
+# --profile-step: ncu profiles from its cudaProfilerStart to its
+# cudaProfilerStop), each launch's time and DRAM bytes, summed by kernel
+# (ncu-kernels.sh) into profile.tsv. No ncu, or an ncu that refuses (exits
+# non-zero with an ==ERROR== line: no access to the counters, a device it
+# does not know), is a SKIP naming it.
+# shellcheck disable=SC2086
+step_profile() {
+  local ncu
+  ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu 2> /dev/null | head -n 1)
+  [[ -n "$ncu" ]] ||
+    { detail "no ncu (Nsight Compute) on PATH, in /usr/local/cuda/bin or /opt/nvidia/nsight-compute"; return 77; }
+  ((gpus > 0)) || { detail "no GPU: Nsight Compute needs one"; return 77; }
+  # The bundle's libraries for the program only, not for ncu itself.
+  "$ncu" --profile-from-start off --clock-control none --cache-control none \
+    --metrics gpu__time_duration.sum,dram__bytes.sum --csv --page raw --print-units base \
+    --print-kernel-base demangled \
+    env LD_LIBRARY_PATH="$MPIASR_LD_LIBRARY_PATH" "$B/bin/cuda_train_bench" $LARGE_STEP --profile-step 2>&1
+  local rc=$? log="$logs/profile.log" counted passes all
+  if grep -q ': SKIP (' "$log"; then
+    detail "$(grep -m1 ': SKIP (' "$log")"
+    return 77
+  fi
+  if ((rc != 0)) && grep -q '^==ERROR==' "$log"; then
+    detail "ncu refused (exit $rc): $(grep -m1 '^==ERROR==' "$log")"
+    return 77
+  fi
+  counted=$(sed -n 's/^profiled step: //p' "$log")
+  [[ -n "$counted" ]] || { detail "exit $rc, no 'profiled step' line: $(tail -n 1 "$log")"; return 1; }
+  ((rc == 0)) || { detail "exit $rc: $(tail -n 1 "$log")"; return 1; }
+  bash "$B/ncu-kernels.sh" "$log" > "$logs/profile.tsv" 2> "$logs/profile.err" ||
+    { detail "$(cat "$logs/profile.err")"; return 1; }
+  passes=$(grep -oE -- '- [0-9]+ pass(es)?' "$log" | awk '$2 > most { most = $2 } END { print most + 0 }')
+  all=$(awk -F'\t' 'NR == 1 { printf "%d kernel launches, %.1f ms of kernel time, %.0f GB/s", $2, $3, $5 }' \
+    "$logs/profile.tsv")
+  detail "${FIGURES_NOTE}$counted; ncu: $all, up to $passes pass(es) a kernel"
+}
+
 # compute-sanitizer over MEMCHECK_FILTER's tests. A sanitizer that is missing,
 # or refuses the device (it ran no test: the program never started or it
 # stopped it), is a SKIP with its message; an error it finds is a FAIL.
@@ -406,12 +553,32 @@ post_nccl_mpirun() { gtest_rows "$logs/nccl_mpirun.log"; }
 post_bench_ops() { [[ -f "$logs/bench_ops.json" ]] && bench_rows "$logs/bench_ops.json"; }
 post_bench_medium() { [[ -f "$logs/bench_medium.json" ]] && bench_rows "$logs/bench_medium.json"; }
 post_bench_large() { [[ -f "$logs/bench_large.json" ]] && bench_rows "$logs/bench_large.json"; }
+post_pytorch() { cat "$logs/pytorch.rows" 2> /dev/null; }
+# The 15 kernels that took longest (time, share of the step's kernel time,
+# launches, achieved DRAM rate and its share of the peak), then the rest.
+post_profile() {
+  [[ -s "$logs/profile.tsv" ]] || return 0
+  awk -F'\t' -v gbps="$PEAK_GBPS" -v note="$FIGURES_NOTE" '
+    NR == 1 { next }
+    NR <= 16 {
+      printf "  #%d\t\t\t\t%s%.3f ms = %.1f%%, %d launches, %.0f GB/s = %.1f%% of %g: %s\n", NR - 1, note,
+        $3, $4, $2, $5, 100 * $5 / gbps, gbps, $1
+      next
+    }
+    { kernels++; launches += $2; ms += $3; share += $4 }
+    END {
+      if (kernels) printf "  rest\t\t\t\t%s%.3f ms = %.1f%%, %d launches of %d more kernels\n", note, ms,
+        share, launches, kernels
+    }' "$logs/profile.tsv"
+}
 
 # ---- running a step ----------------------------------------------------------------------
 
-export -f detail gtest_verdict gtest_rows gtest_step bench_step no_device mpiasr_train
+export -f detail gtest_verdict gtest_rows gtest_step bench_step no_device mpiasr_train bench_value \
+  pytorch_row
 export -f step_probe step_allocator step_kernels step_train_step step_train step_resume step_eval \
-  step_nccl_mpirun step_nccl_single step_bench_ops step_bench_medium step_bench_large step_memcheck
+  step_nccl_mpirun step_nccl_single step_bench_ops step_bench_medium step_bench_large step_pytorch \
+  step_profile step_memcheck
 
 run_step() {  # name [needs]
   local name=$1 budget=${budgets[$1]} needs=${2:-} now left limit began rc result seconds details
@@ -511,6 +678,8 @@ run_step nccl_single
 run_step bench_ops
 run_step bench_medium
 run_step bench_large
+run_step pytorch
+run_step profile
 run_step memcheck
 
 note "done"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# compute-sanitizer's four tools over the whole of both GPU tests, and Nsight
-# Compute's time for each kernel of an eager `large` training step, run from
+# compute-sanitizer's four tools over the whole of both GPU tests, run from
 # the folder scripts/gpu-bundle.sh packs, on a machine with an NVIDIA GPU
-# (a check by hand, after run.sh: about 2 minutes on an H200):
+# (a check by hand, after run.sh: about 2 minutes on an H200; run.sh's
+# profile step has Nsight Compute's time for each kernel of a step):
 #
 #   bash gpu-bundle/sanitize.sh OUTDIR [PROGRAM...]
 #
@@ -11,10 +11,8 @@
 # as they are, then once under racecheck.
 #
 # OUTDIR gets sanitize.txt, a line a run (exit code, seconds, the tool's
-# summary, the tests passed and failed, the lines naming a hazard),
-# kernels.txt (Nsight Compute's kernel time of the step's first 800
-# launches, summed by kernel), and sanitize-logs.tar.gz (every log), all
-# rewritten after each run. Exit status 0; the verdicts are in sanitize.txt.
+# summary, the tests passed and failed, the lines naming a hazard), and
+# sanitize-logs.tar.gz (every log), both rewritten after each run. Exit status 0; the verdicts are in sanitize.txt.
 set -uo pipefail
 bundle_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 if [[ $# -lt 1 ]]; then
@@ -30,11 +28,7 @@ mkdir -p "$B" "$logs"
 xz -dc "$bundle_dir/payload.tar.xz" | tar -x -C "$B" || { echo "sanitize.sh: cannot unpack" >&2; exit 1; }
 # shellcheck source=env.sh
 source "$B/env.sh" > "$logs/libraries.log" 2>&1
-tool() {  # name: the CUDA toolkit's tool on PATH or in /usr/local/cuda/bin
-  command -v "$1" || echo "/usr/local/cuda/bin/$1"
-}
-sanitizer=$(tool compute-sanitizer)
-ncu=$(tool ncu)
+sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 : > "$out/sanitize.txt"
 
 # Runs one command with the bundle's libraries under a time limit and adds its line.
@@ -71,19 +65,4 @@ check racecheck cuda_training_test 60
 check memcheck cuda_training_test 45
 check initcheck cuda_training_test 45
 
-# Nsight Compute: each kernel's time (its clocks left alone), by kernel name.
-one ncu_large 120 "$ncu" --clock-control none --metrics gpu__time_duration.sum --csv --launch-count 800 \
-  "$B/bin/cuda_train_bench" --preset=large --seconds=0.1 --benchmark_filter='^train_step/'
-awk -F'","' '
-  /^"[0-9]/ {
-    name = $5; sub(/^void /, "", name); sub(/\(.*/, "", name); gsub(/mpiasr::|cuda_kernels::|<unnamed>::/, "", name)
-    value = $15; gsub(/[",]/, "", value)
-    ns[name] += value; launches[name]++; count++; total += value
-  }
-  END {
-    printf "%d launches, %.2f ms of kernel time\n", count, total / 1e6
-    fflush()
-    for (name in ns)
-      printf "%8.3f ms %5.1f%% %4d launches  %s\n", ns[name] / 1e6, 100 * ns[name] / total, launches[name], name | "sort -rn"
-  }' "$logs/ncu_large.log" > "$out/kernels.txt"
 exit 0

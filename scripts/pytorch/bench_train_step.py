@@ -25,7 +25,6 @@ import sys
 import time
 
 import torch
-import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import conformer_ctc  # noqa: E402
@@ -48,19 +47,10 @@ def main():
 
     model = conformer_ctc.set_dropout(conformer_ctc.ConformerCTC(ARCHITECTURE), DROPOUT).train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    features = torch.randn(BATCH, FRAMES, ARCHITECTURE["n_mels"])
-    lengths = torch.full((BATCH,), FRAMES, dtype=torch.long)
-    targets = torch.randint(1, VOCAB, (BATCH, TOKENS))
-    target_lengths = torch.full((BATCH,), TOKENS, dtype=torch.long)
+    batch = conformer_ctc.random_batch(BATCH, FRAMES, TOKENS, ARCHITECTURE["n_mels"], VOCAB)
 
     def step():
-        optimizer.zero_grad(set_to_none=False)
-        logprobs, out_lengths = model(features, lengths)
-        loss = F.ctc_loss(logprobs.transpose(0, 1), targets, out_lengths, target_lengths,
-                          reduction="sum", zero_infinity=True) / (BATCH * TOKENS)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 5.0)
-        optimizer.step()
+        conformer_ctc.training_step(model, optimizer, batch, 5.0)
 
     for _ in range(args.warmup):
         step()

@@ -7,9 +7,9 @@ Load a checkpoint folder written by `mpiasr train` and run it in PyTorch:
     features = frontend(samples)                    # 16 kHz mono float tensor -> [T, n_mels]
     logprobs, lengths = model(features[None], torch.tensor([len(features)]))
 
-Python packages: torch and numpy (Debian's python3-torch, python3-numpy) and
-PyYAML (python3-yaml). Run with Debian's /usr/bin/python3: a python3 earlier on
-PATH (e.g. pyenv's) may lack them. safetensors files are parsed here (8-byte
+Python packages: torch and numpy (Debian's python3-torch, python3-numpy) and,
+to load a checkpoint, PyYAML (python3-yaml). Run with Debian's /usr/bin/python3:
+a python3 earlier on PATH (e.g. pyenv's) may lack them. safetensors files are parsed here (8-byte
 header length, JSON header, raw little-endian data), so the `safetensors`
 package is not needed.
 
@@ -22,7 +22,8 @@ builds it (model/*.h):
   FFN          Linear(d -> 4d) SiLU Linear(4d -> d)
   MHSA         fused qkv Linear(d -> 3d) as [q k v] x heads, rotary position
                embedding (rotate-half, base 10000) on q and k, softmax over keys
-               s < L2 only, Linear(d -> d)
+               s < L2 only, Linear(d -> d); written out, or with set_sdpa by
+               torch.nn.functional.scaled_dot_product_attention
   Conv         Linear(d -> 2d) GLU, depthwise Conv1d(d, kernel K, "same") on
                frames t < L2 (others zeroed before and after), LN, SiLU, Linear(d -> d)
   head         Linear(d -> V), log-softmax; V includes the CTC blank (id 0)
@@ -42,6 +43,8 @@ Features (io/fbank.h, io/cmvn.h), for features.kaldi = false:
   with each utterance's own statistics.
 """
 
+import collections
+import contextlib
 import json
 import math
 import pathlib
@@ -51,7 +54,6 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import yaml
 
 # ----------------------------------------------------------------------------
 # safetensors
@@ -228,22 +230,28 @@ class SelfAttention(nn.Module):
         self.qkv = nn.Linear(d_model, 3 * d_model)
         self.out = nn.Linear(d_model, d_model)
         self.dropout = 0.0  # set_dropout
+        self.sdpa = False  # set_sdpa
 
-    def forward(self, x, lengths):
+    def forward(self, x, keys):
+        """keys: [B, 1, 1, T], True for the frames each utterance attends to,
+        or None when every utterance has all T frames."""
         b, t, d = x.shape
         h, dh = self.n_heads, d // self.n_heads
         qkv = self.qkv(self.norm(x)).view(b, t, 3, h, dh).permute(2, 0, 3, 1, 4)
         q, k, v = qkv[0], qkv[1], qkv[2]  # [B, H, T, Dh]
         # Angles pos * 10000^(-2i / Dh) in double, as mpiasr builds its tables.
-        inv = np.power(10000.0, -2.0 * np.arange(dh // 2) / dh)
-        angles = np.arange(t)[:, None] * inv[None, :]
-        cos = torch.tensor(np.cos(angles), dtype=x.dtype)
-        sin = torch.tensor(np.sin(angles), dtype=x.dtype)
+        inv = 10000.0 ** (-2.0 * torch.arange(dh // 2, dtype=torch.float64, device=x.device) / dh)
+        angles = torch.arange(t, dtype=torch.float64, device=x.device)[:, None] * inv[None, :]
+        cos, sin = torch.cos(angles).to(q.dtype), torch.sin(angles).to(q.dtype)
         q, k = rotary(q, cos, sin), rotary(k, cos, sin)
-        scores = q @ k.transpose(-1, -2) * (1.0 / math.sqrt(dh))
-        keys = _valid(lengths, t)[:, None, None, :]
-        probs = torch.softmax(scores.masked_fill(~keys, float("-inf")), dim=-1)
-        context = (probs @ v).transpose(1, 2).reshape(b, t, d)
+        if self.sdpa:
+            context = F.scaled_dot_product_attention(q, k, v, attn_mask=keys)
+        else:
+            scores = q @ k.transpose(-1, -2) * (1.0 / math.sqrt(dh))
+            if keys is not None:
+                scores = scores.masked_fill(~keys, float("-inf"))
+            context = torch.softmax(scores, dim=-1) @ v
+        context = context.transpose(1, 2).reshape(b, t, d)
         return x + F.dropout(self.out(context), self.dropout, self.training)
 
 
@@ -275,9 +283,9 @@ class ConformerBlock(nn.Module):
         self.ff2 = FeedForward(d_model, ff_mult * d_model, eps)
         self.norm_out = nn.LayerNorm(d_model, eps=eps)
 
-    def forward(self, x, lengths):
+    def forward(self, x, lengths, keys):
         x = self.ff1(x)
-        x = self.attn(x, lengths)
+        x = self.attn(x, keys)
         x = self.conv(x, lengths)
         x = self.ff2(x)
         return self.norm_out(x)
@@ -291,16 +299,19 @@ class Encoder(nn.Module):
             ConformerBlock(a["d_model"], a["n_heads"], a["ff_mult"], a["conv_kernel"],
                            a["layernorm_eps"]) for _ in range(a["n_layers"]))
 
-    def forward(self, features, lengths):
+    def forward(self, features, lengths, padded):
         x, lengths = self.subsampling(features, lengths)
+        keys = _valid(lengths, x.shape[1])[:, None, None, :] if padded else None
         for layer in self.layers:
-            x = layer(x, lengths)
+            x = layer(x, lengths, keys)
         return x, lengths
 
 
 class ConformerCTC(nn.Module):
     """features [B, T, n_mels] (zero-padded) and lengths [B] -> log-probs
-    [B, T2, V] and output lengths [B]; frames t >= the output length are padding."""
+    [B, T2, V] and output lengths [B]; frames t >= the output length are padding.
+    padded=False says that every utterance has all T frames, so that attention
+    needs no mask of the keys (the fused kernels of set_sdpa run without one)."""
 
     def __init__(self, architecture):
         super().__init__()
@@ -308,8 +319,8 @@ class ConformerCTC(nn.Module):
         self.encoder = Encoder(architecture)
         self.ctc_head = nn.Linear(architecture["d_model"], architecture["vocab_size"])
 
-    def forward(self, features, lengths):
-        x, out_lengths = self.encoder(features, lengths)
+    def forward(self, features, lengths, padded=True):
+        x, out_lengths = self.encoder(features, lengths, padded)
         return torch.log_softmax(self.ctc_head(x), dim=-1), out_lengths
 
 
@@ -323,6 +334,55 @@ def set_dropout(model, p):
         for module in (block.ff1, block.attn, block.conv, block.ff2):
             module.dropout = p
     return model
+
+
+def set_sdpa(model, on=True):
+    """Attention by torch.nn.functional.scaled_dot_product_attention (PyTorch
+    2.0 and later; fused kernels on a GPU) instead of written out: the same
+    function of q, k, v and the key mask."""
+    for block in model.encoder.layers:
+        block.attn.sdpa = on
+    return model
+
+
+# ----------------------------------------------------------------------------
+# Training
+
+# features [B, T, n_mels], lengths [B] and targets [B, S] on the model's device;
+# output_lengths (subsampled_frames of lengths) and target_lengths as lists of
+# ints, which the loss reads without waiting for the device.
+Batch = collections.namedtuple("Batch", "features lengths targets output_lengths target_lengths")
+
+
+def random_batch(utterances, frames, tokens, n_mels, vocab_size, device="cpu"):
+    """The benchmarks' batch: utterances of `frames` frames of N(0, 1)
+    features, each with `tokens` random targets in 1 .. vocab_size - 1."""
+    features = torch.randn(utterances, frames, n_mels, device=device)
+    lengths = torch.full((utterances,), frames, dtype=torch.long, device=device)
+    targets = torch.randint(1, vocab_size, (utterances, tokens), device=device)
+    output_frames = int(subsampled_frames(torch.tensor([frames]))[0])
+    return Batch(features, lengths, targets, [output_frames] * utterances, [tokens] * utterances)
+
+
+def training_step(model, optimizer, batch, clip_norm, autocast_dtype=None):
+    """One optimizer step as mpiasr's trainer takes it on one batch: forward
+    (under autocast to autocast_dtype when given), CTC summed over the batch
+    and divided by its target tokens (impossible alignments zeroed), backward,
+    the global gradient norm clipped to clip_norm, the optimizer's step.
+    Returns the loss (a tensor on the device, not waited for)."""
+    device = batch.features.device
+    autocast = (torch.autocast(device.type, dtype=autocast_dtype) if autocast_dtype
+                else contextlib.nullcontext())
+    frames = int(subsampled_frames(torch.tensor([batch.features.shape[1]]))[0])
+    optimizer.zero_grad(set_to_none=False)
+    with autocast:
+        logprobs, _ = model(batch.features, batch.lengths, min(batch.output_lengths) < frames)
+    loss = F.ctc_loss(logprobs.float().transpose(0, 1), batch.targets, batch.output_lengths,
+                      batch.target_lengths, reduction="sum", zero_infinity=True) / sum(batch.target_lengths)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    optimizer.step()
+    return loss
 
 
 # ----------------------------------------------------------------------------
@@ -368,6 +428,8 @@ def load_checkpoint(checkpoint_dir, dtype=torch.float64, n_heads=None):
     (a step-NNNNNNNN folder with model.safetensors, config.yaml, state.json).
     n_heads: for model files without the "conformer" metadata (written before
     mpiasr recorded it) whose config.yaml sets no model.n_heads."""
+    import yaml  # only here: the model and training need no PyYAML
+
     folder = pathlib.Path(checkpoint_dir)
     config = yaml.safe_load((folder / "config.yaml").read_text())
     state = json.loads((folder / "state.json").read_text())

@@ -17,7 +17,8 @@
 #     libsndfile.so.1 taken out of the bundle must fail naming it.
 #  5. run.sh itself, with a shell and the usual tools added to the root
 #     (bash, sh, coreutils, grep, sed, awk, tar, gzip, xz): it ends within its
-#     time, exits 0, and writes its table with the GPU steps skipped.
+#     time, exits 0, and writes its table with the GPU steps skipped (and
+#     PyTorch's and Nsight Compute's, neither being there).
 # Needs root (chroot, mount namespace); prints SKIP otherwise, or when
 # BUILD_DIR has no CUDA targets. Usage: bash gpu_bundle.sh BUILD_DIR SOURCE_DIR
 set -euo pipefail
@@ -292,6 +293,8 @@ row nccl_single SKIP '[1-9][0-9]* passed, [0-9]+ skipped: no CUDA device'
 row bench_ops SKIP 'no CUDA device'
 row bench_medium SKIP 'no CUDA device'
 row bench_large SKIP 'no CUDA device'
+row pytorch SKIP 'no python3 on PATH'
+row profile SKIP 'no ncu'
 row memcheck SKIP 'compute-sanitizer'
 echo "$summary"
 echo "gpu_bundle: all passed"
