@@ -18,7 +18,7 @@ namespace mpiasr {
 struct CtcLayout {
   std::vector<int64_t> target_offsets;   // [B] into the padded targets: b target_stride
   std::vector<int64_t> scratch_offsets;  // [B] into the double scratch
-  size_t scratch_doubles = 0;            // (frames + 2) (2 L + 1) summed over utterances
+  size_t scratch_doubles = 0;            // frames (2 L + 1) summed over utterances
   int max_target_length = 0;
   int target_stride = 0;
 };

@@ -1,6 +1,6 @@
 // Device helpers shared by the CUDA kernels: launch sizes for grid-stride
 // loops, conversions between float and the 16-bit storage types, 128-bit
-// packs of eight 16-bit values, and warp reductions (butterfly shuffles, so
+// packs of eight 16-bit values, loop unrolling, and warp reductions (butterfly shuffles, so
 // every lane ends with the result and the order is fixed: deterministic).
 //
 // Storage types: activations are __half (fp16-mixed) or __nv_bfloat16
@@ -18,6 +18,15 @@
 
 #include "kernels/cuda/launch.h"
 #include "kernels/philox.h"
+
+// Unrolls the loop that follows: wholly with nvcc, up to 16 times with the
+// emulator's host compiler. For loops over a thread's register arrays,
+// whose indices must be known at compile time to stay in registers.
+#if defined(__CUDACC__)
+#define MPIASR_UNROLL _Pragma("unroll")
+#else
+#define MPIASR_UNROLL _Pragma("GCC unroll 16")
+#endif
 
 namespace mpiasr::cuda_kernels {
 

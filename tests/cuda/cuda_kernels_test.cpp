@@ -694,6 +694,47 @@ TYPED_TEST(CudaCtcLoss, LossesAndGradientsMatchCpu) {
   EXPECT_GT(cuda_ctc_max_target_length(), 1000);
 }
 
+// Targets long enough that each thread holds several states (S = 2L + 1
+// over the block's 256 threads: 3 for L = 300, 2 for L = 130), and the
+// frames of a 15 s utterance after subsampling (375) and more: the
+// recursions add in double with float corrections, and the loss stays
+// within 1e-9 of the CPU's double (1.3e-10 at 700 frames and L = 300).
+TYPED_TEST(CudaCtcLoss, LongTargetsMatchCpu) {
+  MPIASR_SKIP_WITHOUT_CUDA();
+  using Act = TypeParam;
+  CudaBackend<Act>& be = backend<Act>();
+  const int T = 700, V = 30;
+  const std::vector<int32_t> target_lengths = {300, 130}, input_lengths = {700, 375};
+  const int B = int(target_lengths.size());
+  std::vector<int32_t> targets;
+  for (const int32_t L : target_lengths) {
+    for (int i = 0; i < L; ++i) targets.push_back(1 + int32_t((i * 7919 + L) % (V - 1)));
+  }
+  const size_t n = size_t(B) * T * V;
+  std::vector<float> logprobs(n);
+  cpu().log_softmax_forward(logprobs.data(), random_floats(n, 101, -5.0f, 5.0f).data(), B * T, V);
+  auto d_logprobs = upload_float(be, logprobs);
+  cuda_test::DeviceArray<Act> dlogits(be, n);
+  cuda_test::DeviceArray<double> d_losses(be, size_t(B));
+  const std::vector<double> grad_scale(size_t(B), 1.0);
+  be.ctc_loss(d_losses.get(), dlogits.get(), d_logprobs->get(), targets.data(),
+              target_lengths.data(), input_lengths.data(), grad_scale.data(), nullptr, nullptr, B,
+              T, V);
+  std::vector<double> losses(B), expected_losses(B);
+  be.to_host(losses.data(), d_losses.get(), losses.size() * sizeof(double));
+  std::vector<float> expected_grad(n);
+  cpu().ctc_loss(expected_losses.data(), expected_grad.data(), logprobs.data(), targets.data(),
+                 target_lengths.data(), input_lengths.data(), grad_scale.data(), nullptr, nullptr,
+                 B, T, V);
+  for (int b = 0; b < B; ++b) {
+    ASSERT_TRUE(std::isfinite(expected_losses[size_t(b)])) << "utterance " << b;
+    EXPECT_NEAR(losses[size_t(b)], expected_losses[size_t(b)],
+                1e-9 * std::abs(expected_losses[size_t(b)]))
+        << "utterance " << b;
+  }
+  expect_close(download(be, dlogits.get(), n), expected_grad, kActRtol<Act>, 1e-4, "dlogits");
+}
+
 // The step's optimizer work on the device: the sum of squares added to the
 // control (non-finite when a gradient is), the decision (kernels/step_control.h,
 // against the CPU backend's), AdamW from the decided coefficients in one launch
