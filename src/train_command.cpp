@@ -46,9 +46,9 @@ Command add_train_command(CLI::App& app) {
               "checkpoints in checkpoint.dir (the best by validation CER is checkpoint.dir/best)."
               "\nThe first Ctrl-C or SIGTERM finishes the step, writes a checkpoint and exits "
               "with 128 + the signal; a second one ends the process at once."
-              "\nExit codes: 0 done, 2 bad command line or config, 3 bad input data, 4 "
-              "checkpoint problem, 5 ranks disagree or a collective timed out, 6 training "
-              "diverged.");
+              "\nExit codes: 0 done, 2 bad command line or config, or an output file that cannot "
+              "be written, 3 bad input data, 4 checkpoint problem, 5 ranks disagree or a "
+              "collective timed out, 6 training diverged.");
   return {sub, [sub, config_path, options](mpi::Context& ctx) {
             const Config config = load_config(*config_path, sub->remaining());
             StopSignals signals;
