@@ -48,7 +48,9 @@ Command add_train_command(CLI::App& app) {
               "with 128 + the signal; a second one ends the process at once."
               "\nExit codes: 0 done, 2 bad command line or config, or an output file that cannot "
               "be written, 3 bad input data, 4 checkpoint problem, 5 ranks disagree or a "
-              "collective timed out, 6 training diverged.");
+              "collective timed out, 6 training diverged, 7 output.dir in use by another run "
+              "(train and prepare hold output.dir/mpiasr.lock while they run; a lock left by a "
+              "killed run is taken over).");
   return {sub, [sub, config_path, options](mpi::Context& ctx) {
             const Config config = load_config(*config_path, sub->remaining());
             StopSignals signals;

@@ -1,5 +1,6 @@
 // Training: `mpiasr train`. Every rank calls train(); world rank 0 prints and
-// writes the metrics, the writer ranks of checkpoint.fs_mode write checkpoints.
+// writes the metrics, the writer ranks of checkpoint.fs_mode write checkpoints
+// and hold the lock of output.dir from start to end (src/output_lock.h).
 //
 // One step (DESIGN.md "How data flows in one training step"):
 //   take training.accumulation micro-batches from the loader (this rank's

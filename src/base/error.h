@@ -23,6 +23,7 @@ enum class ExitCode : int {
   kCheckpoint = 4,   // no usable checkpoint, corrupt file
   kDistributed = 5,  // rank mismatch, collective timeout, a rank died
   kNonFinite = 6,    // loss or gradients diverged
+  kOutputInUse = 7,  // output.dir is held by another run (src/output_lock.h)
 };
 
 class Error : public std::runtime_error {
