@@ -17,7 +17,8 @@
 // Validation (loss, CER, WER summed over ranks) every validation.every_steps,
 // at the end of each epoch and of training; the best validation CER is kept
 // as the checkpoint root's `best`. Checkpoints every checkpoint.every_steps,
-// at every improved validation, at the end, and when a stop is requested.
+// at every improved validation, at the end, and when a stop is requested;
+// with checkpoint.every_steps = 0 only at the end or the stop.
 // training.max_minutes ends training as the end of the schedule does
 // (validation, checkpoint) with the step in progress when the wall time
 // trained, resumed runs included, reaches it; state.json keeps that time.
