@@ -8,6 +8,7 @@
 
 #include "io/text_normalize.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -140,13 +141,10 @@ std::string CharTokenizer::piece(int id) const {
 }
 
 void CharTokenizer::save(const std::string& path) const {
-  std::ofstream file(path);
-  if (!file) MPIASR_FAIL(ExitCode::kFailure, "cannot write character vocabulary " << path);
-  file << kFileHeader << "\n<blank> 0\n";
+  std::string text = std::string(kFileHeader) + "\n<blank> 0\n";
   for (size_t k = 0; k < alphabet_.size(); ++k)
-    file << token_text(alphabet_[k]) << " " << k + 1 << "\n";
-  file.close();
-  if (!file) MPIASR_FAIL(ExitCode::kFailure, "error writing character vocabulary " << path);
+    text += token_text(alphabet_[k]) + " " + std::to_string(k + 1) + "\n";
+  write_file_atomic(path, text, ExitCode::kUsage);
 }
 
 }  // namespace mpiasr

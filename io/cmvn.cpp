@@ -3,12 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
 
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -51,16 +51,7 @@ void CmvnStats::merge(const CmvnStats& other) {
 void CmvnStats::save(const std::string& path) const {
   const nlohmann::json json = {
       {"n_mels", sum.size()}, {"frames", frames}, {"sum", sum}, {"sum_sq", sum_sq}};
-  const std::string temporary = path + ".tmp";
-  {
-    std::ofstream file(temporary);
-    if (!file) MPIASR_FAIL(ExitCode::kFailure, "cmvn: cannot write " << temporary);
-    file << json.dump(1) << "\n";
-    file.close();
-    if (!file) MPIASR_FAIL(ExitCode::kFailure, "cmvn: error writing " << temporary);
-  }
-  if (std::rename(temporary.c_str(), path.c_str()) != 0)
-    MPIASR_FAIL(ExitCode::kFailure, "cmvn: cannot rename " << temporary << " to " << path);
+  write_file_atomic(path, json.dump(1) + "\n", ExitCode::kUsage);
 }
 
 CmvnStats CmvnStats::load(const std::string& path) {

@@ -37,7 +37,8 @@ struct CmvnStats {
   void accumulate(const float* feats, int num_frames, int n_mels);
   // Adds other's sums to these; either side may be empty.
   void merge(const CmvnStats& other);
-  // Written to path + ".tmp", then renamed, so a reader never sees half a file.
+  // Written to path + ".tmp", then renamed, so a reader never sees half a
+  // file; throws Error(kUsage) naming the file and why it cannot be written.
   void save(const std::string& path) const;
   // Throws Error(kBadInput) naming the file, the field and what is wrong
   // with it: a file that does not parse, frames not > 0, sums not finite,

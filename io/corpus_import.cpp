@@ -4,8 +4,10 @@
 
 #include <sndfile.h>
 
+#include <algorithm>
 #include <iomanip>
 #include <sstream>
+#include <tuple>
 
 #include "io/text_normalize.h"
 #include "io/utterance_check.h"
@@ -86,6 +88,11 @@ ImportReport finish_import(const std::string& source, std::vector<ImportEntry> e
     report.seconds += utterance.duration;
     report.utterances.push_back(std::move(utterance));
   }
+  // In file and line order, whichever check found them.
+  std::stable_sort(dropped.begin(), dropped.end(),
+                   [](const InputProblem& a, const InputProblem& b) {
+                     return std::tie(a.file, a.line) < std::tie(b.file, b.line);
+                   });
   report.dropped = std::move(dropped);
   if (report.utterances.empty()) {
     MPIASR_FAIL(ExitCode::kBadInput, source << ": nothing to import; " << report.summary());

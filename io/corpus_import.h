@@ -24,7 +24,7 @@
 // header readable, segment inside the file, transcript not empty after
 // normalize_text), audio headers read in parallel. Entries that fail are
 // dropped and listed with their reason, as "file:line: what" (line 0 for an
-// audio file without a transcript line). Audio paths become absolute; kept
+// audio file without a transcript line), in file and line order. Audio paths become absolute; kept
 // utterances are in a stable order (sorted by id for LibriSpeech, the
 // file's order otherwise) and carry their durations. Transcripts are kept as
 // written; training normalizes them as the tokenizer config says.

@@ -368,7 +368,7 @@ void write_manifest(const std::string& path, const std::vector<Utterance>& utter
       out << csv_field(u.audio_path) << ',' << csv_field(transcript) << '\n';
     }
   }
-  write_file_atomic(path, out.str(), ExitCode::kFailure);
+  write_file_atomic(path, out.str(), ExitCode::kUsage);
 }
 
 AudioInfoCache::AudioInfoCache(const std::string& manifest_path, bool enabled)

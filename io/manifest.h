@@ -92,7 +92,7 @@ Manifest parse_manifest(std::string_view text, const std::string& path,
 // speechbrain cannot hold an offset, and throw Error(kUsage) for one. White
 // space runs in transcripts are written as one space. Audio paths are written
 // as they are (make them absolute, or relative to the manifest's folder). The
-// file is written atomically.
+// file is written atomically; Error(kUsage) names why it cannot be.
 void write_manifest(const std::string& path, const std::vector<Utterance>& utterances);
 
 // The headers of a manifest's audio files, read once and kept in the sidecar

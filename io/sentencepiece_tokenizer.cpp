@@ -4,11 +4,11 @@
 #include <sentencepiece_trainer.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <unordered_map>
 
 #include "io/text_normalize.h"
 #include "src/base/error.h"
+#include "src/base/file.h"
 
 namespace mpiasr {
 
@@ -129,11 +129,7 @@ std::string SentencePieceTokenizer::piece(int id) const {
 }
 
 void SentencePieceTokenizer::save(const std::string& path) const {
-  std::ofstream file(path, std::ios::binary);
-  if (!file) MPIASR_FAIL(ExitCode::kFailure, "cannot write sentencepiece model " << path);
-  file.write(model_proto_.data(), static_cast<std::streamsize>(model_proto_.size()));
-  file.close();
-  if (!file) MPIASR_FAIL(ExitCode::kFailure, "error writing sentencepiece model " << path);
+  write_file_atomic(path, model_proto_, ExitCode::kUsage);
 }
 
 }  // namespace mpiasr

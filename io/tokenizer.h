@@ -38,6 +38,8 @@ class Tokenizer {
   virtual std::string piece(int id) const = 0;
   // Number of model outputs, blank included.
   virtual int vocab_size() const = 0;
+  // Replaces `path` atomically (src/base/file.h, write_file_atomic); throws
+  // Error(kUsage) naming the file and why it cannot be written.
   virtual void save(const std::string& path) const = 0;
   // "char" or "sentencepiece".
   virtual std::string kind() const = 0;

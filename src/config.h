@@ -220,6 +220,9 @@ struct ValidationConfig {
 
 struct CheckpointConfig {
   std::string dir;  // resolved default: <output.dir>/checkpoints
+  // Also at every improved validation (for `best`), at the end and when
+  // stopped; 0 = only the last step's (the end, or a stop): none by step
+  // count and none at an improved validation.
   int64_t every_steps = 1000;
   int keep_last = 3;
   FsMode fs_mode = FsMode::kShared;  // shared: global rank 0 writes; per-node: local rank 0

@@ -11,7 +11,6 @@
 // and the metadata "checkpoint" (the step folder decoded with) and
 // "utterances": a JSON list, by manifest index, of {"id", "audio", "offset",
 // "duration", "transcript"}.
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <memory>
@@ -83,7 +82,7 @@ class BatchDump {
     write_file_atomic(path,
                       serialize_safetensors(
                           tensors, {{"checkpoint", checkpoint}, {"utterances", utterances.dump()}}),
-                      ExitCode::kFailure);
+                      ExitCode::kUsage);
   }
 
  private:
@@ -100,15 +99,14 @@ class BatchDump {
 // id, reference, hypothesis and the utterance's error counts, one line each.
 void write_hypotheses(const std::string& path, const Manifest& manifest,
                       const std::vector<Hypothesis>& hypotheses) {
-  std::ofstream out(path);
-  if (!out) MPIASR_FAIL(ExitCode::kFailure, "cannot write " << path);
+  std::ostringstream out;
   out << "id\treference\thypothesis\tchar_errors\tchars\tword_errors\twords\n";
   for (const Hypothesis& h : hypotheses) {
     const Utterance& u = manifest.utterances[h.utterance];
     out << u.id << '\t' << u.transcript << '\t' << h.text << '\t' << h.errors.char_errors << '\t'
         << h.errors.chars << '\t' << h.errors.word_errors << '\t' << h.errors.words << '\n';
   }
-  if (!out.flush()) MPIASR_FAIL(ExitCode::kFailure, "cannot write " << path);
+  write_file(path, out.str(), ExitCode::kUsage);
 }
 
 int run_eval(const EvalOptions& options, const mpi::Context& ctx) {

@@ -77,7 +77,7 @@ int run_lm(const LmOptions& options, const mpi::Context& ctx) {
   }
   std::ostringstream arpa;
   model.write_arpa(arpa);
-  write_file_atomic(options.out, arpa.str(), ExitCode::kFailure);
+  write_file_atomic(options.out, arpa.str(), ExitCode::kUsage);
   std::cout << "language model: " << options.out << "\n";
   return 0;
 }

@@ -112,8 +112,9 @@ int main(int argc, char** argv) {
       "print the version, the commit and what the build holds (CUDA, MPI, BLAS)");
   app.footer(
       "Run `mpiasr COMMAND --help` for a command's options. Exit codes: 0 success, 1 internal "
-      "error, 2 bad command line or config, 3 bad input data, 4 checkpoint problem, 5 "
-      "distributed failure, 6 training diverged.");
+      "error, 2 bad command line or config, or an output file that cannot be written, 3 bad "
+      "input data, 4 checkpoint problem, 5 distributed failure, 6 training diverged, 7 "
+      "output.dir in use by another run.");
   const std::vector<mpiasr::Command> commands = {
       mpiasr::add_import_command(app),     mpiasr::add_prepare_command(app),
       mpiasr::add_train_command(app),      mpiasr::add_eval_command(app),

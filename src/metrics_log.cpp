@@ -1,6 +1,8 @@
 // The metrics file; see metrics_log.h.
 #include "src/metrics_log.h"
 
+#include <fcntl.h>
+
 #include <filesystem>
 #include <sstream>
 
@@ -16,7 +18,7 @@ MetricsLog::MetricsLog(const std::string& path, bool enabled, int64_t start_step
     make_folders(parent.string(), "output.metrics_file's folder", ExitCode::kUsage);
   std::string kept;
   if (std::filesystem::exists(path)) {
-    std::istringstream lines(read_file(path));
+    std::istringstream lines(read_file(path, ExitCode::kUsage));
     for (std::string line; std::getline(lines, line);) {
       nlohmann::json record = nlohmann::json::parse(line, nullptr, false);
       const bool earlier = record.is_object() && record.contains("step") &&
@@ -24,16 +26,13 @@ MetricsLog::MetricsLog(const std::string& path, bool enabled, int64_t start_step
       if (earlier) kept += line + "\n";
     }
   }
-  write_file_atomic(path, kept);
-  out_.open(path, std::ios::app);
-  if (!out_) MPIASR_FAIL(ExitCode::kFailure, "cannot open the metrics file " << path);
+  write_file_atomic(path, kept, ExitCode::kUsage);
+  file_ = open_file(path, O_WRONLY | O_APPEND, ExitCode::kUsage);
 }
 
 void MetricsLog::write(const nlohmann::json& record) {
-  if (!out_.is_open()) return;
-  out_ << record.dump() << "\n";
-  out_.flush();
-  if (!out_) MPIASR_FAIL(ExitCode::kFailure, "cannot write the metrics file " << path_);
+  if (file_.get() < 0) return;
+  write_all(file_, record.dump() + "\n", path_, ExitCode::kUsage);
 }
 
 }  // namespace mpiasr

@@ -1,5 +1,5 @@
-// The metrics file: one JSON object per line, written by world rank 0 and
-// flushed line by line, so a crash loses nothing already logged.
+// The metrics file: one JSON object per line, written by world rank 0, each
+// line by one write(2), so a crash loses nothing already logged.
 //
 //   {"kind":"train","step":120,"epoch":1.37,"loss":0.84,"lr":0.0012,"grad_norm":2.3,
 //    "utt_per_s":41.2,"audio_s_per_s":160.5,"elapsed_s":95.2}
@@ -15,22 +15,24 @@
 #pragma once
 
 #include <cstdint>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+
+#include "src/base/file.h"
 
 namespace mpiasr {
 
 class MetricsLog {
  public:
   // enabled = false (ranks other than 0): writes nothing and touches no file.
+  // A file that cannot be written throws Error(kUsage) naming it and why.
   MetricsLog(const std::string& path, bool enabled, int64_t start_step);
 
   void write(const nlohmann::json& record);
 
  private:
   std::string path_;
-  std::ofstream out_;
+  FileDescriptor file_;  // none (-1) when not enabled
 };
 
 }  // namespace mpiasr

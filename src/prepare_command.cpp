@@ -1,10 +1,12 @@
 // `mpiasr prepare CONFIG.yaml [--section.key=value ...]`.
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "src/commands.h"
 #include "src/config.h"
 #include "src/data_prep.h"
+#include "src/output_lock.h"
 
 namespace mpiasr {
 
@@ -26,6 +28,7 @@ Command add_prepare_command(CLI::App& app) {
   sub->footer(overrides_help());
   return {sub, [sub, config_path, options](mpi::Context& ctx) {
             const Config config = load_config(*config_path, sub->remaining());
+            const std::optional<LockFile> output_lock = lock_output_dir(config, ctx, "prepare");
             prepare_data(config, ctx, *options, std::cout);
             if (ctx.is_main()) {
               std::cout << "ready: " << config.tokenizer.model_path;

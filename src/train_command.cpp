@@ -43,12 +43,16 @@ Command add_train_command(CLI::App& app) {
   sub->allow_extras();
   sub->footer(overrides_help() +
               "\nOutput: progress lines on stdout, metrics as JSON lines in output.metrics_file, "
-              "checkpoints in checkpoint.dir (the best by validation CER is checkpoint.dir/best)."
+              "checkpoints in checkpoint.dir every checkpoint.every_steps, at every improved "
+              "validation (the best by validation CER is checkpoint.dir/best), at the end and "
+              "when stopped; checkpoint.every_steps=0 writes the last step's only."
               "\nThe first Ctrl-C or SIGTERM finishes the step, writes a checkpoint and exits "
               "with 128 + the signal; a second one ends the process at once."
-              "\nExit codes: 0 done, 2 bad command line or config, 3 bad input data, 4 "
-              "checkpoint problem, 5 ranks disagree or a collective timed out, 6 training "
-              "diverged.");
+              "\nExit codes: 0 done, 2 bad command line or config, or an output file that cannot "
+              "be written, 3 bad input data, 4 checkpoint problem, 5 ranks disagree or a "
+              "collective timed out, 6 training diverged, 7 output.dir in use by another run "
+              "(train and prepare hold output.dir/mpiasr.lock while they run; a lock left by a "
+              "killed run is taken over).");
   return {sub, [sub, config_path, options](mpi::Context& ctx) {
             const Config config = load_config(*config_path, sub->remaining());
             StopSignals signals;

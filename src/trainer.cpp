@@ -6,18 +6,18 @@
 #include "src/trainer.h"
 
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "kernels/cpu/cpu_backend.h"
 #include "mpi/agreement.h"
 #include "mpi/broadcast.h"
+#include "src/output_lock.h"
 #include "src/trainer_impl.h"
 
 #ifdef MPIASR_WITH_CUDA
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
-
-#include <optional>
 
 #include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/cuda_device.h"
@@ -136,6 +136,8 @@ TrainResult train(const Config& config, mpi::Context& ctx, const TrainOptions& o
   }
   std::cerr << differences.str() << std::flush;
   mpi::check_agreement(ctx, "config", config_hash(config));
+  // Held until training returns; taken before anything is written.
+  const std::optional<LockFile> output_lock = lock_output_dir(config, ctx, "train");
 
   const int threads = ctx.compute_threads(config.training.threads, "training.threads");
 #ifdef MPIASR_WITH_CUDA

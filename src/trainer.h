@@ -1,5 +1,6 @@
 // Training: `mpiasr train`. Every rank calls train(); world rank 0 prints and
-// writes the metrics, the writer ranks of checkpoint.fs_mode write checkpoints.
+// writes the metrics, the writer ranks of checkpoint.fs_mode write checkpoints
+// and hold the lock of output.dir from start to end (src/output_lock.h).
 //
 // One step (DESIGN.md "How data flows in one training step"):
 //   take training.accumulation micro-batches from the loader (this rank's
@@ -16,7 +17,8 @@
 // Validation (loss, CER, WER summed over ranks) every validation.every_steps,
 // at the end of each epoch and of training; the best validation CER is kept
 // as the checkpoint root's `best`. Checkpoints every checkpoint.every_steps,
-// at every improved validation, at the end, and when a stop is requested.
+// at every improved validation, at the end, and when a stop is requested;
+// with checkpoint.every_steps = 0 only at the end or the stop.
 // training.max_minutes ends training as the end of the schedule does
 // (validation, checkpoint) with the step in progress when the wall time
 // trained, resumed runs included, reaches it; state.json keeps that time.

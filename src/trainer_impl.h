@@ -472,6 +472,8 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     const bool epoch_ended = state_.epoch != epoch_before;
     const bool validate_now =
         valid_loader_ && ((valid_every > 0 && step % valid_every == 0) || epoch_ended || last);
+    // checkpoint.every_steps = 0: the last step's checkpoint only (the end, a
+    // stop), none by step count and none at an improved validation.
     const int64_t checkpoint_every = config_.checkpoint.every_steps;
     const bool stopping = stop || step == options.stop_at_step;
     const bool checkpoint_due =
@@ -480,7 +482,7 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
     if (log_now || validate_now || checkpoint_due) read_step_state();
     if (log_now) log_progress();
     const bool improved = validate_now && validate();
-    if (checkpoint_due || improved) {
+    if (checkpoint_due || (improved && checkpoint_every > 0)) {
       double gone = launcher_gone();
       mpi::allreduce_sum_inplace(ctx_, &gone, 1, "launcher check");
       if (gone > 0) stop_without_launcher("before the checkpoint of step " + std::to_string(step));
@@ -508,9 +510,11 @@ TrainResult Trainer<Act, Acc>::run(const TrainOptions& options) {
          << format_duration(std::chrono::duration<double>(Clock::now() - start_time_).count())
          << " (" << format_duration(train_seconds()) << " in all runs)";
     if (state_.best_step > 0) {
+      const std::string best_dir = checkpoint_dir(config_.checkpoint.dir, state_.best_step);
       log_ << "; best validation CER " << trainer_detail::percent(state_.best_cer) << " at step "
-           << state_.best_step << " (" << checkpoint_dir(config_.checkpoint.dir, state_.best_step)
-           << ")";
+           << state_.best_step
+           << (std::filesystem::is_directory(best_dir) ? " (" + best_dir + ")"
+                                                       : " (no checkpoint of it kept)");
     }
     log_ << "\n";
   }
@@ -878,8 +882,15 @@ void Trainer<Act, Acc>::save_checkpoint() {
       const CheckpointFiles files = make_checkpoint_files(
           model_->params().export_masters(), optimizer_state, state_, dump_config(config_),
           config_.tokenizer.model_path, config_.features.cmvn_path, model_->config());
+      // The best step, when it has a checkpoint (with checkpoint.every_steps
+      // = 0 an improved validation writes none); otherwise the best pointer
+      // stands as it is.
+      const bool best_kept =
+          state_.best_step > 0 &&
+          (state_.best_step == state_.step ||
+           std::filesystem::is_directory(checkpoint_dir(config_.checkpoint.dir, state_.best_step)));
       const std::optional<int64_t> best =
-          state_.best_step > 0 ? std::optional<int64_t>(state_.best_step) : std::nullopt;
+          best_kept ? std::optional<int64_t>(state_.best_step) : std::nullopt;
       dir = write_checkpoint(config_.checkpoint.dir, state_.step, files,
                              config_.checkpoint.keep_last, best);
     } catch (const Error& error) {

@@ -18,11 +18,12 @@ namespace mpiasr {
 enum class ExitCode : int {
   kOk = 0,
   kFailure = 1,      // internal error
-  kUsage = 2,        // bad command line or config
+  kUsage = 2,        // bad command line or config; an output file that cannot be written
   kBadInput = 3,     // bad manifest, audio, transcript
   kCheckpoint = 4,   // no usable checkpoint, corrupt file
   kDistributed = 5,  // rank mismatch, collective timeout, a rank died
   kNonFinite = 6,    // loss or gradients diverged
+  kOutputInUse = 7,  // output.dir is held by another run (src/output_lock.h)
 };
 
 class Error : public std::runtime_error {

@@ -16,32 +16,30 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An open file descriptor, closed when it goes out of scope.
-class FileDescriptor {
- public:
-  explicit FileDescriptor(int fd) : fd_(fd) {}
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  ~FileDescriptor() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  int get() const { return fd_; }
-  // Closes now and reports the error close() returns (lost writes on NFS).
-  int close() {
-    int rc = ::close(fd_);
-    fd_ = -1;
-    return rc;
-  }
-
- private:
-  int fd_;
-};
-
 [[noreturn]] void fail_errno(ExitCode code, const std::string& what, const std::string& path) {
   MPIASR_FAIL(code, "cannot " << what << " " << path << ": " << file_error_text(errno));
 }
 
 }  // namespace
+
+FileDescriptor& FileDescriptor::operator=(FileDescriptor&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = other.fd_;
+    other.fd_ = -1;
+  }
+  return *this;
+}
+
+FileDescriptor::~FileDescriptor() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int FileDescriptor::close() {
+  const int rc = ::close(fd_);
+  fd_ = -1;
+  return rc;
+}
 
 std::string file_error_text(int error) {
   switch (error) {
@@ -77,6 +75,12 @@ void fail_file(ExitCode code, const std::string& what, const std::string& path, 
   MPIASR_FAIL(code, what << " '" << path << "': " << file_error_text(error));
 }
 
+FileDescriptor open_file(const std::string& path, int flags, ExitCode code) {
+  FileDescriptor fd(::open(path.c_str(), flags | O_CLOEXEC, 0644));
+  if (fd.get() < 0) fail_errno(code, (flags & O_CREAT) ? "create" : "open", path);
+  return fd;
+}
+
 void require_readable_file(const std::string& path, const std::string& what, ExitCode code) {
   struct stat status {};
   if (::stat(path.c_str(), &status) != 0) fail_file(code, what, path, errno);
@@ -108,8 +112,7 @@ void rename_path(const std::string& from, const std::string& to, ExitCode code) 
 }
 
 std::string read_file(const std::string& path, ExitCode code) {
-  FileDescriptor fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.get() < 0) fail_errno(code, "open", path);
+  const FileDescriptor fd = open_file(path, O_RDONLY, code);
   std::string bytes;
   std::error_code error;
   auto size = fs::file_size(path, error);
@@ -125,15 +128,25 @@ std::string read_file(const std::string& path, ExitCode code) {
   return bytes;
 }
 
-void write_file_synced(const std::string& path, std::string_view bytes, ExitCode code) {
-  FileDescriptor fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-  if (fd.get() < 0) fail_errno(code, "create", path);
+void write_all(const FileDescriptor& fd, std::string_view bytes, const std::string& path,
+               ExitCode code) {
   while (!bytes.empty()) {
     ssize_t wrote = ::write(fd.get(), bytes.data(), bytes.size());
     if (wrote < 0 && errno == EINTR) continue;
     if (wrote < 0) fail_errno(code, "write", path);
     bytes.remove_prefix(static_cast<size_t>(wrote));
   }
+}
+
+void write_file(const std::string& path, std::string_view bytes, ExitCode code) {
+  FileDescriptor fd = open_file(path, O_WRONLY | O_CREAT | O_TRUNC, code);
+  write_all(fd, bytes, path, code);
+  if (fd.close() != 0) fail_errno(code, "close", path);
+}
+
+void write_file_synced(const std::string& path, std::string_view bytes, ExitCode code) {
+  FileDescriptor fd = open_file(path, O_WRONLY | O_CREAT | O_TRUNC, code);
+  write_all(fd, bytes, path, code);
   if (::fsync(fd.get()) != 0) fail_errno(code, "fsync", path);
   if (fd.close() != 0) fail_errno(code, "close", path);
 }

@@ -319,6 +319,35 @@ TEST(TrainerTest, ModelSafetensorsHoldsTheModelUnderPyTorchNames) {
   EXPECT_NE(std::count(norm.begin(), norm.end(), 1.0f), int64_t(norm.size()));
 }
 
+// checkpoint.every_steps = 0 writes the last step's checkpoint only: not
+// the one of step 2, whose validation, the first, improves on none (it
+// used to write steps 2 and 4). `best` names step 4 when its validation was
+// the best, and nothing otherwise.
+TEST(TrainerTest, CheckpointEveryZeroStepsWritesTheLastStepsOnly) {
+  const Config config = tiny_config(
+      fresh_dir("every_zero"),
+      {"--checkpoint.every_steps=0", "--validation.every_steps=2", "--training.max_steps=4"});
+  std::string log;
+  EXPECT_TRUE(run(config, {}, &log).finished);
+  std::vector<int64_t> validated;
+  for (const nlohmann::json& record : metrics_of(config, "valid")) {
+    validated.push_back(record["step"].get<int64_t>());
+  }
+  EXPECT_EQ(validated, (std::vector<int64_t>{2, 4}));
+  EXPECT_EQ(step_folders(config.checkpoint.dir), std::vector<int64_t>{4});
+  EXPECT_EQ(read_checkpoint_pointer(config.checkpoint.dir, "latest"), 4);
+  const nlohmann::json state = nlohmann::json::parse(checkpoint_file(config, 4, "state.json"));
+  const int64_t best_step = state["best_step"].get<int64_t>();
+  ASSERT_TRUE(best_step == 2 || best_step == 4) << best_step;
+  EXPECT_EQ(read_checkpoint_pointer(config.checkpoint.dir, "best"),
+            best_step == 4 ? std::optional<int64_t>(4) : std::nullopt);
+  EXPECT_NE(log.find("at step " + std::to_string(best_step) +
+                     (best_step == 4 ? " (" + checkpoint_dir(config.checkpoint.dir, 4) + ")"
+                                     : std::string(" (no checkpoint of it kept)"))),
+            std::string::npos)
+      << log;
+}
+
 TEST(TrainerTest, SpentTimeBudgetEndsTrainingAndStaysSpentOnResume) {
   const Config whole = tiny_config(fresh_dir("budget_whole"));
   const std::string dir = fresh_dir("budget");

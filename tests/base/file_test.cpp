@@ -5,6 +5,7 @@
 #include "src/base/file.h"
 #include "tests/base/temp_dir.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -113,6 +114,48 @@ TEST(ReadFile, AFolderIsNotAFile) {
   TempDir dir;
   EXPECT_STARTS_WITH(error_of([&] { read_file(dir.file(""), ExitCode::kUsage); }, ExitCode::kUsage),
                      "cannot read " + dir.file("") + ": is a folder, not a file");
+}
+
+// write_file: the file's bytes, or why not; a device takes them as a file
+// does (no fsync, which a device or a pipe refuses).
+TEST(WriteFile, WritesOrSaysWhyNot) {
+  TempDir dir;
+  write_file(dir.file("hyps.tsv"), "a\tb\n", ExitCode::kUsage);
+  write_file(dir.file("hyps.tsv"), "c\n", ExitCode::kUsage);  // replaces
+  EXPECT_EQ(read_file(dir.file("hyps.tsv")), "c\n");
+  write_file("/dev/null", "c\n", ExitCode::kUsage);
+  std::ofstream(dir.file("plain")) << "x";
+  const auto error = [](const std::string& path) {
+    return error_of([&] { write_file(path, "c\n", ExitCode::kUsage); }, ExitCode::kUsage);
+  };
+  EXPECT_STARTS_WITH(error("/dev/full"), "cannot write /dev/full: no space left on the device");
+  EXPECT_STARTS_WITH(
+      error(dir.file("plain/hyps.tsv")),
+      "cannot create " + dir.file("plain/hyps.tsv") + ": a part of the path is not a folder");
+  EXPECT_STARTS_WITH(error(dir.file("missing/hyps.tsv")),
+                     "cannot create " + dir.file("missing/hyps.tsv") + ": file not found");
+  EXPECT_STARTS_WITH(error(dir.file("")), "cannot create " + dir.file("") + ": is a folder");
+}
+
+// open_file with O_APPEND and write_all: each write lands after the last.
+TEST(WriteAll, AppendsToAnOpenFile) {
+  TempDir dir;
+  const std::string path = dir.file("metrics.jsonl");
+  write_file(path, "1\n", ExitCode::kUsage);
+  {
+    const FileDescriptor file = open_file(path, O_WRONLY | O_APPEND, ExitCode::kUsage);
+    write_all(file, "2\n", path, ExitCode::kUsage);
+    write_all(file, "3\n", path, ExitCode::kUsage);
+  }
+  EXPECT_EQ(read_file(path), "1\n2\n3\n");
+  const FileDescriptor full = open_file("/dev/full", O_WRONLY | O_APPEND, ExitCode::kUsage);
+  EXPECT_STARTS_WITH(
+      error_of([&] { write_all(full, "4\n", "/dev/full", ExitCode::kUsage); }, ExitCode::kUsage),
+      "cannot write /dev/full: no space left on the device");
+  EXPECT_STARTS_WITH(
+      error_of([&] { open_file(dir.file("absent"), O_WRONLY | O_APPEND, ExitCode::kUsage); },
+               ExitCode::kUsage),
+      "cannot open " + dir.file("absent") + ": file not found");
 }
 
 TEST(FileErrorText, FallsBackToStrerror) {

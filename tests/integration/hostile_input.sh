@@ -158,7 +158,7 @@ touch "$work/plain"
 expect_exit 2 output_folder "$mpiasr" train "$tiny" "${tiny_options[@]}" \
   --output.dir="$work/plain/run"
 expect_line "$work/output_folder.log" \
-  "error: tokenizer.model_path's folder '$work/plain/run': cannot create the folder: a part of the path is not a folder" \
+  "error: output.dir '$work/plain/run': cannot create the folder: a part of the path is not a folder" \
   "output folder"
 ln -sf loop_b.wav "$work/loop_a.wav"
 ln -sf loop_a.wav "$work/loop_b.wav"

@@ -260,6 +260,27 @@ TEST_F(ImportTest, KaldiWithoutSegmentsAndRelativePaths) {
   EXPECT_TRUE(why[1].starts_with("data/wav.scp:3: recording c has no line in data/text")) << why[1];
 }
 
+// The report lists the drops in file and line order, whichever check found
+// them: here a repeated key (found as the file is read), lines naming no
+// recording (found as the entries are matched) and a missing audio file
+// (found when the entries are checked) used to come out in that order.
+TEST_F(ImportTest, KaldiDropsAreListedInFileAndLineOrder) {
+  audio("audio/a.wav", 0.5);
+  text("data/wav.scp", "a " + path("audio/a.wav") + "\nb " + path("audio/absent.wav") + "\nc " +
+                           path("audio/a.wav") + "\n");
+  text("data/text", "a one\nx two\nb three\ny four\na five\n");
+  const ImportReport report = import_kaldi(path("data"));
+  ASSERT_EQ(report.utterances.size(), 1u) << report.summary();
+  std::vector<std::string> where;
+  for (const InputProblem& problem : report.dropped) {
+    where.push_back(fs::relative(problem.file, root_).string() + ":" +
+                    std::to_string(problem.line));
+  }
+  EXPECT_EQ(where, (std::vector<std::string>{"data/text:2", "data/text:3", "data/text:4",
+                                             "data/text:5", "data/wav.scp:3"}))
+      << report.summary();
+}
+
 // Commands and archive offsets in wav.scp are refused entry by entry: the
 // good entries are kept, and every fault of the directory is reported at
 // once (they used to end the import with nothing written, hiding the rest).
