@@ -152,6 +152,14 @@ void write_file_synced(const std::string& path, std::string_view bytes, ExitCode
 }
 
 void write_file_atomic(const std::string& path, std::string_view bytes, ExitCode code) {
+  // A device, a pipe or a link to one (--out /dev/stdout) is written as it
+  // is: renaming a file over it would replace the entry itself (as root,
+  // /dev/stdout).
+  struct stat target;
+  if (::stat(path.c_str(), &target) == 0 && !S_ISREG(target.st_mode)) {
+    write_file(path, bytes, code);
+    return;
+  }
   std::string tmp = path + ".tmp";
   write_file_synced(tmp, bytes, code);
   rename_path(tmp, path, code);

@@ -64,7 +64,9 @@ void write_file(const std::string& path, std::string_view bytes, ExitCode code);
 // Writes `bytes` to `path` and fsyncs it (not its folder).
 void write_file_synced(const std::string& path, std::string_view bytes,
                        ExitCode code = ExitCode::kCheckpoint);
-// Writes to PATH.tmp, fsyncs, renames over PATH and fsyncs the folder.
+// Writes to PATH.tmp, fsyncs, renames over PATH and fsyncs the folder;
+// where PATH is a device or a pipe (or a link to one), writes it as write_file
+// does instead.
 void write_file_atomic(const std::string& path, std::string_view bytes,
                        ExitCode code = ExitCode::kCheckpoint);
 // fsyncs the folder itself, so that renames and new entries in it are durable.

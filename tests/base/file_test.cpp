@@ -137,6 +137,26 @@ TEST(WriteFile, WritesOrSaysWhyNot) {
   EXPECT_STARTS_WITH(error(dir.file("")), "cannot create " + dir.file("") + ": is a folder");
 }
 
+// A file is replaced whole by a rename; a device, or a link to one, is
+// written through and stays what it was (as root a rename would replace
+// /dev/stdout itself).
+TEST(WriteFileAtomic, ReplacesFilesAndWritesThroughDevices) {
+  TempDir dir;
+  const std::string path = dir.file("lm.arpa");
+  write_file_atomic(path, "old\n", ExitCode::kUsage);
+  write_file_atomic(path, "new\n", ExitCode::kUsage);
+  EXPECT_EQ(read_file(path), "new\n");
+  const std::string link = dir.file("out");
+  std::filesystem::create_symlink("/dev/null", link);
+  write_file_atomic(link, "arpa\n", ExitCode::kUsage);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(std::filesystem::read_symlink(link), "/dev/null");
+  EXPECT_FALSE(std::filesystem::exists(link + ".tmp"));
+  EXPECT_STARTS_WITH(
+      error_of([&] { write_file_atomic("/dev/full", "x\n", ExitCode::kUsage); }, ExitCode::kUsage),
+      "cannot write /dev/full: no space left on the device");
+}
+
 // open_file with O_APPEND and write_all: each write lands after the last.
 TEST(WriteAll, AppendsToAnOpenFile) {
   TempDir dir;
