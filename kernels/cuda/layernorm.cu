@@ -12,8 +12,11 @@
 // (the later ones hit L1), lanes striding over C eight values at a time (one
 // 128-bit access) when C % 8 == 0 and the pointers are 16-byte aligned, one
 // at a time otherwise. dw and db: per-chunk column partials in float, eight
-// columns per thread likewise, then added in chunk order (deterministic; see
-// column_sums.h).
+// columns per thread likewise, the chunk's rows spread over 16 adjacent
+// threads (every 16th row each, summed by a butterfly of shuffles), so a
+// block of up to 1024 threads keeps 16 rows of loads in flight at a time;
+// then the partials added in chunk order (deterministic; see column_sums.h).
+#include <algorithm>
 #include <initializer_list>
 
 #include "kernels/activations.h"
@@ -189,18 +192,29 @@ __global__ void layernorm_backward_input_kernel(BackwardArgs a, bool accumulate)
   }
 }
 
+// The parameter gradients' threads: kParamLanes adjacent threads share Width
+// columns, each summing every kParamLanes-th row of the chunk, two rows a
+// step (both rows' loads in flight together); a block holds up to
+// kParamColumnThreads such groups (512 threads), so that `large`'s 64
+// chunks of C = 512 make 128 blocks, about one per multiprocessor.
+constexpr int kParamLanes = 16;
+constexpr int kParamColumnThreads = 32;
+
 // partials_w / partials_b [chunks, C]: sums over the chunk's rows of g xhat
-// and g (g the output gradient), Width columns per thread.
+// and g (g the output gradient); the block's column groups are blockDim.x /
+// kParamLanes wide.
 template <int Width, typename T, bool kSwish>
 __global__ void layernorm_param_partials_kernel(BackwardArgs a, float* partials_w,
                                                 float* partials_b, int rows_per_chunk) {
-  const int c = Width * int(blockIdx.x * blockDim.x + threadIdx.x);
+  const int lane = threadIdx.x % kParamLanes;
+  const int columns = blockDim.x / kParamLanes;
+  const int c = Width * int(blockIdx.x * columns + threadIdx.x / kParamLanes);
   const int chunk = blockIdx.y;
-  if (c >= a.C) return;
+  const bool active = c < a.C;  // the others still take part in the shuffles
   const int begin = chunk * rows_per_chunk;
   const int end = begin + rows_per_chunk < a.N ? begin + rows_per_chunk : a.N;
   float sum_w[Width] = {}, sum_b[Width] = {};
-  for (int n = begin; n < end; ++n) {
+  const auto add_row = [&](int n) {
     const size_t at = size_t(n) * a.C + c;
     float g[Width], v[Width];
     output_gradient<Width, T, kSwish>(a, at, g);
@@ -209,7 +223,20 @@ __global__ void layernorm_param_partials_kernel(BackwardArgs a, float* partials_
       sum_w[e] += g[e] * (v[e] - a.mean[n]) * a.rstd[n];
       sum_b[e] += g[e];
     }
+  };
+  for (int n = begin + lane; active && n < end; n += 2 * kParamLanes) {
+    add_row(n);
+    if (n + kParamLanes < end) add_row(n + kParamLanes);
   }
+  // The group's kParamLanes sums, by a butterfly within the group: every
+  // lane ends with the same total, added in the same order.
+  for (int offset = kParamLanes / 2; offset > 0; offset /= 2) {
+    for (int e = 0; e < Width; ++e) {
+      sum_w[e] += __shfl_xor_sync(0xffffffffu, sum_w[e], offset);
+      sum_b[e] += __shfl_xor_sync(0xffffffffu, sum_b[e], offset);
+    }
+  }
+  if (!active || lane != 0) return;
   for (int e = 0; e < Width; ++e) {
     partials_w[size_t(chunk) * a.C + c + e] = sum_w[e];
     partials_b[size_t(chunk) * a.C + c + e] = sum_b[e];
@@ -260,14 +287,17 @@ void launch_backward(const BackwardArgs& args, bool accumulate, float* dweight, 
   float* partials_w = partials;
   float* partials_b = partials + size_t(chunks) * args.C;
   const int width = packs ? kPack : 1;
-  const int threads_needed = args.C / width;
-  const dim3 grid(unsigned((threads_needed + kThreads - 1) / kThreads), unsigned(chunks));
+  const int column_groups = (args.C + width - 1) / width;
+  // An even number of groups a block: whole warps.
+  const int block_groups = std::min(kParamColumnThreads, (column_groups + 1) / 2 * 2);
+  const dim3 grid(unsigned((column_groups + block_groups - 1) / block_groups), unsigned(chunks));
+  const int threads = block_groups * kParamLanes;
   if (packs) {
     constexpr auto params = layernorm_param_partials_kernel<kPack, T, kSwish>;
-    MPIASR_LAUNCH(params, grid, kThreads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
+    MPIASR_LAUNCH(params, grid, threads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
   } else {
     constexpr auto params = layernorm_param_partials_kernel<1, T, kSwish>;
-    MPIASR_LAUNCH(params, grid, kThreads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
+    MPIASR_LAUNCH(params, grid, threads, 0, stream, args, partials_w, partials_b, rows_per_chunk);
   }
   if (dweight) cuda_add_partials(dweight, partials_w, chunks, args.C, stream);
   if (dbias) cuda_add_partials(dbias, partials_b, chunks, args.C, stream);
