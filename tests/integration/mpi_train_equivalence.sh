@@ -13,9 +13,10 @@
 # The fp32 CPU backend's sums follow the host's OpenBLAS kernels and thread
 # count (GEMM panels, per-thread partials), so the bound is a tolerance, not
 # equality; it holds as well for the accumulation run repeated as another
-# machine would run it: OpenBLAS on a core of another class
-# (other_blas_core: Haswell on an AVX-512 CPU, Sandybridge without FMA on an
-# AVX2 one) and 2 threads against the ranks' 1.
+# machine would run it: OpenBLAS on a core of another class than the one it
+# runs here (other_blas_core: Haswell after an AVX-512 core, SkylakeX or
+# Sandybridge, without FMA, after an AVX2 one) and 2 threads against the
+# ranks' 1.
 # With bf16 messages (distributed.allreduce_dtype) the 2-rank weights differ
 # from fp32's, but by less than a tenth of what other batches make.
 # The 2-rank run's comm wait figures are consistent (exposed <= wait).

@@ -12,8 +12,9 @@
 #      ring all-reduce adds the same two terms as accumulation does. 1 rank
 #      without accumulation, which sees other batches, must differ;
 #   1b. the accumulation run again as another machine would run it: OpenBLAS
-#      on a core of another class (other_blas_core: Haswell on an AVX-512 CPU,
-#      Sandybridge on an AVX2 one), 2 OpenBLAS and OpenMP threads and
+#      on a core of another class than the one it runs here (other_blas_core:
+#      Haswell after an AVX-512 core, SkylakeX or Sandybridge after an AVX2
+#      one), 2 OpenBLAS and OpenMP threads and
 #      training.threads = 2 against 1: the same bits again;
 #   2. ZeRO-1 on NCCL (each bucket reduce-scattered, the norm's sum of
 #      squares all-reduced, the masters all-gathered) ends on the weights of

@@ -1,19 +1,25 @@
 // other_blas_core [TEST [ARGS...]]: an OpenBLAS core of another class than
-// the one this CPU runs by default, which this CPU can still run: Haswell
-// (AVX2 and FMA) on a CPU with AVX-512, Sandybridge (AVX, no FMA) on one with
-// AVX2 and FMA only. Runs under it take the kernels, and the roundings, that
-// another machine's OpenBLAS would, so that a machine of one class shows
-// what a machine of the other would.
+// the one OpenBLAS runs in this process (its own choice, or the
+// environment's OPENBLAS_CORETYPE), which this CPU can still run: from an
+// AVX-512 core (SkylakeX, Cooperlake, SapphireRapids) Haswell; from an AVX2
+// core (Haswell, Zen) SkylakeX where the CPU has AVX-512, else Sandybridge
+// (AVX, no FMA); from an older core Haswell where the CPU has AVX2. Runs
+// under it take the kernels, and the roundings, that another machine's
+// OpenBLAS would, so that a machine of one class shows what a machine of the
+// other would.
 //   other_blas_core               prints the core's name
 //   other_blas_core TEST ARGS...  runs TEST with OPENBLAS_CORETYPE set to it
 //                                 (ctest's blas.* entries, CMakeLists.txt),
 //                                 after checking that OpenBLAS runs on it
-// Exits 77 (ctest's skip) on a CPU without AVX2 and FMA.
+// Exits 77 (ctest's skip) where there is none (an older core on a CPU
+// without AVX2 and FMA).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <iostream>
 #include <string>
 
@@ -25,9 +31,13 @@ constexpr const char* kCheckedFlag = "MPIASR_OTHER_BLAS_CORE_CHECKED";
 
 std::string other_core() {
   const mpiasr::CpuVectorFeatures cpu = mpiasr::cpu_vector_features();
-  if (cpu.avx512) return "Haswell";
-  if (cpu.avx2_fma) return "Sandybridge";
-  return "";
+  const std::string running = mpiasr::openblas_core();
+  const auto one_of = [&](std::initializer_list<const char*> cores) {
+    return std::find(cores.begin(), cores.end(), running) != cores.end();
+  };
+  if (one_of({"SkylakeX", "Cooperlake", "SapphireRapids"})) return "Haswell";
+  if (one_of({"Haswell", "Zen"})) return cpu.avx512 ? "SkylakeX" : "Sandybridge";
+  return cpu.avx2_fma ? "Haswell" : "";
 }
 
 }  // namespace
@@ -48,8 +58,8 @@ int main(int argc, char** argv) {
   }
   const std::string core = other_core();
   if (core.empty()) {
-    std::cout << "skipped: this CPU has no AVX2 and FMA, so no OpenBLAS core of another class "
-                 "is chosen for it\n";
+    std::cout << "skipped: OpenBLAS runs " << mpiasr::openblas_core()
+              << " on a CPU without AVX2 and FMA: no core of another class is chosen\n";
     return 77;
   }
   if (argc < 2) {

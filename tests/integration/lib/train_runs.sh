@@ -37,9 +37,10 @@ train_setup() {
 }
 
 # other_blas_core: an OpenBLAS core (OPENBLAS_CORETYPE) of another class than
-# the one this CPU runs by default, which it can still run (BUILD_DIR/
-# other_blas_core, tests/kernels/other_blas_core.cpp: Haswell on a CPU with
-# AVX-512, Sandybridge on one with AVX2); empty on an older CPU.
+# the one OpenBLAS runs here, which the CPU can still run (BUILD_DIR/
+# other_blas_core, tests/kernels/other_blas_core.cpp: Haswell after an
+# AVX-512 core, SkylakeX or Sandybridge after an AVX2 one); empty on an
+# older CPU.
 other_blas_core() {
   "$build_dir/other_blas_core" | grep -v '^skipped:' || true
 }
