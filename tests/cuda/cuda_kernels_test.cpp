@@ -552,10 +552,10 @@ TYPED_TEST(CudaAttention, ForwardAndBackwardMatchCpu) {
 }
 
 // The GLU and depthwise convolution against the CPU backend's: kernel sizes 5
-// and 31 with lengths T, partial, 1 and 0, and 2 x 2100 frames, where each
-// block of the weight gradient sums 66 rows (B T over 64 chunks), so it loads
-// a second tile of rows (the kernel's tiles hold 64) into shared memory after
-// the first.
+// and 31 with lengths T, partial, 1 and 0, and 2 x 2100 frames (kernel size
+// 5), where each block of the weight gradient sums 66 rows (B T over 64
+// chunks), so it loads a second tile of rows (the kernel's tiles hold 64)
+// into shared memory after the first.
 TYPED_TEST(CudaDepthwiseConv1d, GluThenMaskedConvolutionForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
@@ -565,7 +565,7 @@ TYPED_TEST(CudaDepthwiseConv1d, GluThenMaskedConvolutionForwardAndBackwardMatchC
     std::vector<int32_t> lengths;
   };
   const Shape shapes[] = {
-      {4, 40, 5, {40, 17, 1, 0}}, {4, 40, 31, {40, 17, 1, 0}}, {2, 2100, 31, {2100, 1333}}};
+      {4, 40, 5, {40, 17, 1, 0}}, {4, 40, 31, {40, 17, 1, 0}}, {2, 2100, 5, {2100, 1333}}};
   const int chunks = column_chunks(2 * 2100);
   ASSERT_GT((2 * 2100 + chunks - 1) / chunks, 64) << "one tile of rows per block";
   for (const Shape& shape : shapes) {
