@@ -5,13 +5,13 @@
 //
 // Every byte of a block's shared memory, and of each device allocation made
 // while racecheck is on, has a shadow cell: the last write to it, and the
-// last read since that write, each as (block, thread, clock). A thread's
-// clock counts the synchronization points its block has passed: at each
-// __syncthreads every clock of the block jumps past all earlier ones, and a
-// warp collective (shuffle, vote, __syncwarp, wmma call) joins what the lanes
-// of its mask know of each other's clocks (a vector clock over the 32 lanes
-// of the warp), then advances each lane's own. Two accesses to one byte are
-// ordered when
+// reads since that write that a later write may race with, each as (block,
+// thread, clock). A thread's clock counts the synchronization points its
+// block has passed: at each __syncthreads every clock of the block jumps past
+// all earlier ones, and a warp collective (shuffle, vote, __syncwarp, wmma
+// call) joins what the lanes of its mask know of each other's clocks (a
+// vector clock over the 32 lanes of the warp), then advances each lane's own.
+// Two accesses to one byte are ordered when
 //   - one thread made both, or
 //   - a __syncthreads of their block lies between them, or
 //   - their threads are lanes of one warp and warp collectives over masks
@@ -23,13 +23,26 @@
 // kernel, both threads (block and thread), both kinds of access, the memory
 // (shared, or a device allocation and its size) and the offset.
 //
-// What a cell forgets: of several reads of one byte since its last write, it
-// keeps the last, and whether threads of several blocks, or of several warps
-// of one block since its last __syncthreads, read it; so a read by another lane
-// of the same warp as the last reader, with no collective between them, is
-// forgotten. Global memory's cells are updated without locks: two blocks on the
-// emulator's two OS threads touching one byte at the same instant may lose one
-// of the two records, not report a race that is not one.
+// What a cell keeps of the reads since the last write: the last read and,
+// with it, the other lanes of the last reader's warp whose reads it is not
+// ordered after (under one clock, the smallest of theirs); one reader of
+// another warp since the last __syncthreads; and whether threads of another
+// block of the launch read the byte. That is enough to compare a write with
+// every read nothing orders before it: once two warps have read a byte since
+// the last __syncthreads, every write before the next one races with a read
+// of a warp other than its own, and the cell names a reader of each of two
+// warps; a write by a lane of the last reader's warp is compared with each
+// kept lane's read. Lanes of one warp that read between the same two
+// collectives over the whole warp read at one clock, so there the check is
+// exact; after collectives over part of a warp, lanes that read at different
+// clocks share the smallest, and a write ordered after the earliest of those
+// reads but not after a later one goes unreported (a race is never reported
+// where there is none). Of the writes, the last alone is kept: after atomics
+// by several threads, a read is compared with the last. Global memory's cells
+// are updated without locks: two blocks on the emulator's two OS threads
+// touching one byte at the same instant may lose one of the two records, or
+// mix them (a race then goes unreported, or is reported with the wrong
+// reader), not report a race that is not one.
 #pragma once
 
 #include <cstddef>
@@ -37,11 +50,15 @@
 
 namespace mpiasr::emu::detail {
 
-// The shadow of one byte: the last write and the last read, in the encoding
-// of racecheck.cpp (0 when none).
+// The shadow of one byte, in the encoding of racecheck.cpp (0 when none):
+// the last write; the last read since it, with the smallest clock of the
+// reads `lanes` keeps; the lanes of the last reader's warp whose reads are
+// kept; 1 + a thread of another warp that read since the last __syncthreads.
 struct RaceCell {
   uint64_t write = 0;
   uint64_t read = 0;
+  uint32_t lanes = 0;
+  uint32_t other = 0;
 };
 
 enum class AccessKind : uint8_t { kRead, kWrite, kAtomic };

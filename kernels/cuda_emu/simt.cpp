@@ -43,6 +43,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <random>
@@ -74,9 +75,23 @@ constexpr size_t kSharedAlignment = 16;
 constexpr unsigned char kSharedFill = 0xFF;
 constexpr int kWarp = 32;
 
-std::atomic<Schedule> schedule_setting{Schedule::kShuffled};
-
+constexpr const char* kScheduleVariable = "MPIASR_EMU_SCHEDULE";
 constexpr const char* kSeedVariable = "MPIASR_EMU_SEED";
+
+Schedule schedule_from_environment() {
+  const char* value = std::getenv(kScheduleVariable);
+  if (!value || !*value || std::strcmp(value, "shuffled") == 0) return Schedule::kShuffled;
+  if (std::strcmp(value, "ascending") == 0) return Schedule::kAscending;
+  if (std::strcmp(value, "descending") == 0) return Schedule::kDescending;
+  MPIASR_FAIL(ExitCode::kUsage, kScheduleVariable
+                                    << "=" << value
+                                    << " is not a schedule (shuffled, ascending or descending)");
+}
+
+std::atomic<Schedule>& schedule_setting() {
+  static std::atomic<Schedule> schedule{schedule_from_environment()};
+  return schedule;
+}
 
 uint64_t seed_from_environment() {
   const char* value = std::getenv(kSeedVariable);
@@ -819,6 +834,20 @@ class BlockPool {
   std::thread helper_;
 };
 
+// The launch's schedule and the variable that sets it, as printed at the
+// first launch and in every launch failure.
+std::string schedule_text(const Launch& launch) {
+  switch (launch.schedule) {
+    case Schedule::kAscending:
+      return std::string("threads in ascending order, ") + kScheduleVariable;
+    case Schedule::kDescending:
+      return std::string("threads in descending order, ") + kScheduleVariable;
+    case Schedule::kShuffled:
+      break;
+  }
+  return "schedule seed " + std::to_string(launch.seed) + ", " + kSeedVariable;
+}
+
 [[noreturn]] void launch_failed(const LaunchSite& site, const std::string& what) {
   ::mpiasr::detail::fail(ExitCode::kFailure, site.file, site.line,
                          std::string("launch of kernel ") + site.kernel + " failed: " + what);
@@ -827,7 +856,7 @@ class BlockPool {
 }  // namespace
 
 void set_schedule(Schedule schedule) {
-  schedule_setting = schedule;
+  schedule_setting() = schedule;
 }
 
 uint64_t schedule_seed() {
@@ -884,21 +913,12 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
     launch_failed(site, "racecheck: the process has run more than 2^32 - 1 blocks under it");
   }
   static std::atomic<uint64_t> launches{0};
-  const Launch launch{grid,
-                      block,
-                      dynamic_shared_bytes,
-                      body,
-                      closure,
-                      int(threads),
-                      schedule_setting.load(),
-                      seed_setting().load(),
-                      ++launches,
-                      racecheck,
-                      uint32_t(first_block)};
-  static std::once_flag seed_printed;
-  std::call_once(seed_printed, [&] {
-    std::fprintf(stderr, "SIMT emulator: schedule seed %llu (%s)\n",
-                 static_cast<unsigned long long>(launch.seed), kSeedVariable);
+  const Launch launch{grid,       block,        dynamic_shared_bytes,      body,
+                      closure,    int(threads), schedule_setting().load(), seed_setting().load(),
+                      ++launches, racecheck,    uint32_t(first_block)};
+  static std::once_flag schedule_printed;
+  std::call_once(schedule_printed, [&] {
+    std::fprintf(stderr, "SIMT emulator: %s\n", schedule_text(launch).c_str());
   });
   std::string error;
   if (blocks == 1) {
@@ -908,8 +928,7 @@ void run_grid(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shar
     error = pool.run(launch, blocks);
   }
   if (!error.empty()) {
-    launch_failed(site, error + " (schedule seed " + std::to_string(launch.seed) + ", " +
-                            kSeedVariable + ")");
+    launch_failed(site, error + " (" + schedule_text(launch) + ")");
   }
 }
 

@@ -163,14 +163,18 @@ void launch(const LaunchSite& site, dim3 grid, dim3 block, size_t dynamic_shared
 // The order in which a block's threads start or resume between two barriers,
 // and the lanes of a warp after each collective: drawn afresh from the block's
 // random sequence, lanes mixed into the threads queued (the default), or by
-// ascending or descending index, lanes after them (tests show what each exposes).
+// ascending or descending index, lanes after them (tests show what each
+// exposes). Read from the variable MPIASR_EMU_SCHEDULE (shuffled, ascending
+// or descending; shuffled when unset), printed at a process's first launch
+// and named in every launch failure.
 enum class Schedule { kShuffled, kAscending, kDescending };
 void set_schedule(Schedule schedule);
 
 // The seed of the shuffled schedules: a block's random sequence is drawn from
 // (seed, block), so a run repeats exactly under one seed. It is read from the
 // variable MPIASR_EMU_SEED (an unsigned integer; 0 when unset), printed on
-// stderr at a process's first launch and named in every launch failure.
+// stderr at a process's first launch and named in every launch failure
+// under the shuffled schedule.
 uint64_t schedule_seed();
 void set_schedule_seed(uint64_t seed);
 

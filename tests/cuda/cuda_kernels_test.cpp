@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cuda/column_sums.h"
 #include "kernels/cuda/ctc_loss.h"
 #include "kernels/philox.h"
 #include "tests/cuda/cuda_test_util.h"
@@ -550,13 +551,26 @@ TYPED_TEST(CudaAttention, ForwardAndBackwardMatchCpu) {
   }
 }
 
+// The GLU and depthwise convolution against the CPU backend's: kernel sizes 5
+// and 31 with lengths T, partial, 1 and 0, and 2 x 2100 frames (kernel size
+// 5), where each block of the weight gradient sums 66 rows (B T over 64
+// chunks), so it loads a second tile of rows (the kernel's tiles hold 64)
+// into shared memory after the first.
 TYPED_TEST(CudaDepthwiseConv1d, GluThenMaskedConvolutionForwardAndBackwardMatchCpu) {
   MPIASR_SKIP_WITHOUT_CUDA();
   using Act = TypeParam;
   CudaBackend<Act>& be = backend<Act>();
-  for (int K : {5, 31}) {
-    const int B = 4, T = 40, C = 24;
-    const int32_t lengths[B] = {40, 17, 1, 0};
+  struct Shape {
+    int B, T, K;
+    std::vector<int32_t> lengths;
+  };
+  const Shape shapes[] = {
+      {4, 40, 5, {40, 17, 1, 0}}, {4, 40, 31, {40, 17, 1, 0}}, {2, 2100, 5, {2100, 1333}}};
+  const int chunks = column_chunks(2 * 2100);
+  ASSERT_GT((2 * 2100 + chunks - 1) / chunks, 64) << "one tile of rows per block";
+  for (const Shape& shape : shapes) {
+    const int B = shape.B, T = shape.T, K = shape.K, C = 24;
+    const int32_t* lengths = shape.lengths.data();
     const size_t n = size_t(B) * T * C, n_inp = 2 * n, n_w = size_t(C) * K;
     const auto inp = act_values<Act>(n_inp, 80), w = act_values<Act>(n_w, 81),
                bias = act_values<Act>(size_t(C), 82);
@@ -566,7 +580,8 @@ TYPED_TEST(CudaDepthwiseConv1d, GluThenMaskedConvolutionForwardAndBackwardMatchC
     auto d_dout = upload<Act>(be, dout);
     auto d_dw = upload_float(be, dw0), d_db = upload_float(be, db0);
     cuda_test::DeviceArray<Act> out(be, n), dinp(be, n_inp);
-    const std::string what = "K " + std::to_string(K);
+    const std::string what =
+        "B " + std::to_string(B) + ", T " + std::to_string(T) + ", K " + std::to_string(K);
 
     be.glu_depthwise_conv1d_forward(out.get(), d_inp->get(), d_w->get(), d_bias->get(), lengths, B,
                                     T, C, K);

@@ -2,9 +2,12 @@
 // kernels/cuda is, every load and store checked: a hand-off between threads
 // through shared or global memory is reported without the barrier or warp
 // collective that orders it and passes with it; a __syncwarp orders the lanes
-// of its mask only; blocks of one launch race on global memory unless both
-// accesses are atomics; launches are ordered. Threads run in ascending order,
-// so which access of a race comes second, and so the report, is fixed.
+// of its mask only; a write races with every read nothing orders before it,
+// not only the last (several warps, or several lanes of one warp, read a
+// tile, then its last reader overwrites it); blocks of one launch race on
+// global memory unless both accesses are atomics; launches are ordered.
+// Threads run in ascending order, so which access of a race comes second,
+// and so the report, is fixed.
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
@@ -20,10 +23,12 @@ namespace {
 
 using emu_test::launch_error;
 
-enum class Sync { kNone, kSyncWarp, kSyncThreads };
+// kSyncLowHalf: a __syncwarp over lanes 0-15, which lanes 16-31 skip.
+enum class Sync { kNone, kSyncWarp, kSyncLowHalf, kSyncThreads };
 
 void synchronize(Sync how) {
   if (how == Sync::kSyncWarp) __syncwarp();
+  if (how == Sync::kSyncLowHalf && threadIdx.x % 32 < 16) __syncwarp(0x0000ffffu);
   if (how == Sync::kSyncThreads) __syncthreads();
 }
 
@@ -35,6 +40,22 @@ __global__ void shared_hand_off_kernel(float* out, int distance, Sync how) {
   s[t] = float(t);
   synchronize(how);
   out[t] = s[(t + n - distance) % n];
+}
+
+// Threads 0-31 write the tile s[0..32); after a barrier every thread sums
+// it; then, synchronized by `how`, thread `writer` adds its sum to s[0].
+__global__ void tile_overwrite_kernel(float* out, int writer, Sync how) {
+  MPIASR_DYNAMIC_SHARED(float, s);
+  const int t = int(threadIdx.x);
+  if (t < 32) s[t] = float(t);
+  __syncthreads();
+  float sum = 0.0f;
+  for (int i = 0; i < 32; ++i) sum += s[i];
+  out[t] = sum;
+  synchronize(how);
+  if (t == writer) s[0] += sum;
+  __syncthreads();
+  if (t == 0) out[blockDim.x] = s[0];
 }
 
 // Lanes 0-15 and lanes 16-31 each __syncwarp over their own half, then read
@@ -174,6 +195,67 @@ TEST(Racecheck, SyncwarpOrdersTheLanesOfItsMaskOnly) {
                                 "write by thread (16,0,0) of this block: lanes of one warp")),
             std::string::npos)
       << error;
+  ASSERT_EQ(cudaFree(out), cudaSuccess);
+}
+
+// Four warps read the tile; the last reader, thread 127, then overwrites
+// s[0]: a race with the reads of the other warps (the report names one),
+// which a __syncwarp does not order and a __syncthreads does.
+TEST(Racecheck, AWriteRacesWithTheReadsOfEveryWarp) {
+  RacecheckGuard guard;
+  float* out = device_array<float>(129);
+  for (Sync how : {Sync::kNone, Sync::kSyncWarp}) {
+    const std::string error = launch_error(
+        [&] { MPIASR_LAUNCH(tile_overwrite_kernel, 1, 128, 128, nullptr, out, 127, how); });
+    EXPECT_NE(error.find(expected("tile_overwrite_kernel", "(127,0,0)",
+                                  "a write of 4 bytes at offset 0 of shared memory races with a "
+                                  "read by thread (95,0,0) of this block: no __syncthreads "
+                                  "between them")),
+              std::string::npos)
+        << error;
+  }
+  EXPECT_EQ(launch_error([&] {
+              MPIASR_LAUNCH(tile_overwrite_kernel, 1, 128, 128, nullptr, out, 127,
+                            Sync::kSyncThreads);
+            }),
+            "");
+  float sums[129] = {};
+  ASSERT_EQ(cudaMemcpy(sums, out, sizeof sums, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sums[0], 496.0f);    // 0 + 1 + ... + 31
+  EXPECT_EQ(sums[128], 496.0f);  // s[0] = 0 plus thread 127's sum
+  ASSERT_EQ(cudaFree(out), cudaSuccess);
+}
+
+// One warp reads the tile; its last reader, lane 31, then overwrites s[0]: a
+// race with each other lane's read, which a __syncwarp orders; a __syncwarp
+// over lanes 0-15 orders the reads of those lanes only.
+TEST(Racecheck, ALaneRacesWithTheReadsOfEveryOtherLane) {
+  RacecheckGuard guard;
+  float* out = device_array<float>(33);
+  std::string error = launch_error(
+      [&] { MPIASR_LAUNCH(tile_overwrite_kernel, 1, 32, 128, nullptr, out, 31, Sync::kNone); });
+  EXPECT_NE(error.find(expected("tile_overwrite_kernel", "(31,0,0)",
+                                "a write of 4 bytes at offset 0 of shared memory races with a "
+                                "read by thread (0,0,0) of this block: lanes of one warp with no "
+                                "__syncthreads or warp collective over both between them")),
+            std::string::npos)
+      << error;
+  error = launch_error([&] {
+    MPIASR_LAUNCH(tile_overwrite_kernel, 1, 32, 128, nullptr, out, 15, Sync::kSyncLowHalf);
+  });
+  EXPECT_NE(error.find(expected("tile_overwrite_kernel", "(15,0,0)",
+                                "a write of 4 bytes at offset 0 of shared memory races with a "
+                                "read by thread (16,0,0) of this block: lanes of one warp")),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(launch_error([&] {
+              MPIASR_LAUNCH(tile_overwrite_kernel, 1, 32, 128, nullptr, out, 31, Sync::kSyncWarp);
+            }),
+            "");
+  float sums[33] = {};
+  ASSERT_EQ(cudaMemcpy(sums, out, sizeof sums, cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(sums[31], 496.0f);
+  EXPECT_EQ(sums[32], 496.0f);
   ASSERT_EQ(cudaFree(out), cudaSuccess);
 }
 

@@ -383,13 +383,17 @@ TEST(Simt, AWarpPastACollectiveMayRunBeforeAnotherWarpsWrites) {
   }
 }
 
-// A failed launch names the seed that repeats it.
+// A failed launch names the seed that repeats it, or the fixed order it ran in.
 TEST(SimtErrors, AFailedLaunchNamesTheScheduleSeed) {
   SeedGuard guard(7);
   DeviceBuffer<int> out(32);
-  const std::string error =
+  std::string error =
       launch_error([&] { MPIASR_LAUNCH(two_barriers_kernel, 1, 32, 0, nullptr, out.get()); });
   EXPECT_NE(error.find("(schedule seed 7, MPIASR_EMU_SEED)"), std::string::npos) << error;
+  ScheduleGuard descending(Schedule::kDescending);
+  error = launch_error([&] { MPIASR_LAUNCH(two_barriers_kernel, 1, 32, 0, nullptr, out.get()); });
+  EXPECT_NE(error.find("(threads in descending order, MPIASR_EMU_SCHEDULE)"), std::string::npos)
+      << error;
 }
 
 TEST(Simt, TreeSumInDynamicSharedMemoryWithBlocksOfEverySize) {
