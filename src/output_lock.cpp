@@ -23,7 +23,13 @@ namespace {
 std::pair<std::string, ExitCode> in_use(const Config& config, const LockFile& lock,
                                         const std::string& run) {
   const std::string& dir = config.output.dir;
-  const std::optional<LockHolder> holder = lock.holder();
+  // The holder writes its record right after it takes the lock; a run that
+  // started at the same moment may look before then, so it waits up to 2 s.
+  std::optional<LockHolder> holder = lock.holder();
+  for (int wait = 0; !holder && wait < 200; ++wait) {
+    ::usleep(10000);
+    holder = lock.holder();
+  }
   std::ostringstream message;
   ExitCode code = ExitCode::kOutputInUse;
   if (holder && holder->run == run) {
