@@ -382,6 +382,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(output, metrics_file),
       MPIASR_KEY(output, batch_log),
       MPIASR_KEY(output, timeline),
+      MPIASR_INT_KEY(output, diagnostic_steps, 0, 1e15),
   };
   return table;
 }
@@ -658,6 +659,9 @@ void check_config(const Config& c) {
   require(c.distributed.timeout_s > 0, "distributed.timeout_s", c.distributed.timeout_s,
           "must be positive");
   require(!c.output.dir.empty(), "output.dir", "\"\"", "must not be empty");
+  require(c.output.diagnostic_steps == 0 || c.distributed.zero_stage == 0,
+          "output.diagnostic_steps", c.output.diagnostic_steps,
+          "needs every rank to hold the whole gradient (distributed.zero_stage 0)");
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -261,6 +261,14 @@ struct OutputConfig {
   // was ready, started and ended (DESIGN.md "The step's timeline"); what
   // scripts/step-model.py reads. Off: nothing is recorded.
   bool timeline = false;
+  // Each of the first N steps writes a "diagnostics" line in the metrics
+  // file: the learning rate applied, how much of the step's output is the
+  // blank (mean posterior, share of frames where it is the most probable),
+  // the head's blank bias as the step's forward used it and its gradient,
+  // and the gradient norm of each part of the model (docs/training.md).
+  // Each such step waits for the device and copies the gradients to the
+  // host. 0: none.
+  int64_t diagnostic_steps = 0;
 
   bool operator==(const OutputConfig&) const = default;
 };

@@ -43,7 +43,11 @@ Command add_train_command(CLI::App& app) {
   sub->allow_extras();
   sub->footer(overrides_help() +
               "\nOutput: progress lines on stdout, metrics as JSON lines in output.metrics_file, "
-              "checkpoints in checkpoint.dir (the best by validation CER is checkpoint.dir/best)."
+              "checkpoints in checkpoint.dir (the best by validation CER is checkpoint.dir/best). "
+              "output.diagnostic_steps=N adds a \"diagnostics\" line for each of the first N "
+              "steps: the learning rate applied, the mean blank posterior and the share of "
+              "frames where the blank wins, the blank's output bias and its gradient, and the "
+              "gradient norm of the subsampling, each block and the head (docs/training.md)."
               "\nThe first Ctrl-C or SIGTERM finishes the step, writes a checkpoint and exits "
               "with 128 + the signal; a second one ends the process at once."
               "\nExit codes: 0 done, 2 bad command line or config, 3 bad input data, 4 "
