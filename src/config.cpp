@@ -339,6 +339,7 @@ const std::vector<Key>& key_table() {
       MPIASR_INT_KEY(model, conv_kernel, 1, 1023),
       MPIASR_INT_KEY(model, subsampling_channels, 1, 65536),
       MPIASR_KEY(model, dropout),
+      MPIASR_KEY(model, prior_bias),
       MPIASR_KEY(optimizer, lr),
       MPIASR_KEY(optimizer, beta1),
       MPIASR_KEY(optimizer, beta2),

@@ -146,6 +146,11 @@ struct ModelConfig {
   std::optional<int> conv_kernel;
   std::optional<int> subsampling_channels;
   std::optional<double> dropout;
+  // The CTC head's biases start at the log of each output's share of the
+  // training set's output frames (src/output_prior.h), the blank's the share
+  // its tokens leave, instead of PyTorch's uniform draw; the weights are
+  // drawn as ever. Resuming takes the checkpoint's biases.
+  bool prior_bias = false;
 
   bool operator==(const ModelConfig&) const = default;
 };

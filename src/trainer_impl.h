@@ -40,6 +40,7 @@
 #include "src/gradient_sync.h"
 #include "src/metrics_log.h"
 #include "src/model_config.h"
+#include "src/output_prior.h"
 #include "src/progress.h"
 #include "src/stop_signal.h"
 #include "src/trainer.h"
@@ -271,6 +272,19 @@ void Trainer<Act, Acc>::build_model() {
       sharded_ ? size_t(ctx_.world_size()) * kParameterAlignment : kParameterAlignment;
   model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, BatchShapes(shapes),
                                                  config_.training.seed, parameter_multiple);
+  if (config_.model.prior_bias) {
+    // A tokenizer of its own, so the OOV counts reported stay the loader's.
+    const std::unique_ptr<Tokenizer> counter = load_tokenizer(config_.tokenizer.model_path);
+    const std::vector<double> log_prior =
+        output_log_prior(train_, *counter, train_features_->fbank);
+    const std::vector<Acc> bias(log_prior.begin(), log_prior.end());
+    ParameterStore<Act, Acc>& params = model_->params();
+    backend_.to_device(params.master() + params.info(params.index_of("ctc_head.bias")).offset,
+                       bias.data(), bias.size() * sizeof(Acc));
+    params.refresh_compute();
+    log_ << "model: CTC head biases from the output prior of train, the blank's "
+         << std::exp(log_prior[0]) << "\n";
+  }
   log_ << "model: " << describe_model(config_, model_config) << "\n"
        << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
        << " M parameters; planned for " << describe_plan(model_->shapes()) << ", "

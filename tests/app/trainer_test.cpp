@@ -16,6 +16,8 @@
 //     that the checkpoints hold (the weights before the step, AdamW's first
 //     moments), and the blank statistics of the model before the step
 //     decoding the step's utterances;
+//   - model.prior_bias starts the head's biases at the output prior of the
+//     train set, and changes no other weight;
 //   - training.max_minutes, once spent, ends training after the step in
 //     progress with a validation and a checkpoint that keeps the time spent;
 //     a rerun trains no more, the time spent is the checkpoint's, and a run
@@ -37,7 +39,9 @@
 #include "model/conformer.h"
 #include "src/base/file.h"
 #include "src/dataset.h"
+#include "src/feature_pipeline.h"
 #include "src/model_config.h"
+#include "src/output_prior.h"
 #include "src/recognizer.h"
 #include "src/training_checkpoint.h"
 #include "tests/app/training_fixture.h"
@@ -415,6 +419,34 @@ TEST(TrainerTest, DiagnosticLinesHoldWhatTheStepSawAndComputed) {
   EXPECT_EQ(first["frames"].get<double>(), frames);
   EXPECT_NEAR(first["blank_posterior"].get<double>(), posterior / frames, 1e-5);
   EXPECT_EQ(first["blank_argmax"].get<double>(), argmax / frames);
+}
+
+TEST(TrainerTest, PriorBiasStartsTheHeadAtTheOutputPriorOfTrain) {
+  const Config prior = tiny_config(fresh_dir("prior_bias"), {"--model.prior_bias=true"});
+  const Config plain = tiny_config(fresh_dir("prior_bias_off"));
+  TrainOptions initial;
+  initial.stop_at_step = 0;
+  run(prior, initial);
+  run(plain, initial);
+  const std::vector<float> bias = checkpoint_tensor(prior, 0, "ctc_head.bias");
+  const Manifest train =
+      load_dataset(prior, prior.data.train_manifest, "train", DatasetOptions{}, nullptr);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(prior.tokenizer.model_path);
+  const Fbank fbank(fbank_options(prior.features, FeatureUse::kTraining));
+  const std::vector<double> log_prior = output_log_prior(train, *tokenizer, fbank);
+  ASSERT_EQ(bias.size(), log_prior.size());
+  double total = 0;
+  for (size_t id = 0; id < bias.size(); ++id) {
+    EXPECT_EQ(bias[id], float(log_prior[id])) << "output " << id;
+    total += std::exp(double(bias[id]));
+  }
+  // Every output is a character of the transcripts: the shares sum to 1.
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  EXPECT_GT(bias[0], std::log(0.5));  // the blank takes most frames
+  // Only the biases differ from the run without it.
+  EXPECT_NE(bias, checkpoint_tensor(plain, 0, "ctc_head.bias"));
+  EXPECT_EQ(checkpoint_tensor(prior, 0, "ctc_head.weight"),
+            checkpoint_tensor(plain, 0, "ctc_head.weight"));
 }
 
 TEST(TrainerTest, SpentTimeBudgetEndsTrainingAndStaysSpentOnResume) {
