@@ -277,6 +277,7 @@ Config unusual_config() {
   c.model.preset = ModelPreset::kLarge;
   c.model.d_model = 512;
   c.model.dropout = 0.1;
+  c.model.prior_bias = true;
   c.optimizer.lr = 0.1 + 0.2;  // 0.30000000000000004
   c.optimizer.eps = 1e-9;
   c.schedule.lr_scaling = LrScaling::kSqrt;
