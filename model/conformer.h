@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "model/activation_arena.h"
@@ -35,6 +36,26 @@
 #include "model/subsampling.h"
 
 namespace mpiasr {
+
+// How much of a forward's output is the blank (id 0), summed over the output
+// frames of its utterances (padding left out).
+struct BlankStatistics {
+  double frames = 0;
+  double posterior = 0;  // sum of p(blank | frame)
+  double argmax = 0;     // frames whose most probable output is the blank
+};
+
+// Adds the first lengths[b] frames of each utterance b of log-probs
+// [batch, frames, vocab] to `stats`. Ties between the blank and another
+// output count as the blank.
+void add_blank_statistics(BlankStatistics& stats, const float* logprobs, const int32_t* lengths,
+                          int batch, int frames, int vocab);
+
+// A part of the model and its tensors [first, last) in the parameter store.
+struct ParameterGroup {
+  std::string name;
+  int first = 0, last = 0;
+};
 
 template <typename Act, typename Acc>
 class Conformer {
@@ -83,6 +104,14 @@ class Conformer {
 
   int output_frames(int input_frames) const { return subsampled_frames(input_frames); }
 
+  // Adds the last forward's (training or inference) to `stats`: copies its
+  // log-probs to the host, a wait for the device.
+  void add_blank_statistics(BlankStatistics& stats);
+  // The subsampling ("encoder.subsampling"), each block ("encoder.layers.i")
+  // and the head ("ctc_head"), in registration order; together they hold
+  // every tensor.
+  std::vector<ParameterGroup> parameter_groups() const;
+
  private:
   // Checks the batch against the model and fills the host length arrays;
   // returns T2.
@@ -109,6 +138,7 @@ class Conformer {
   std::vector<double> grad_scale_;
   std::vector<int> infeasible_;           // of the last forward_backward
   std::vector<const Act*> block_inputs_;  // x0 of each block in the last forward
+  int last_batch_ = 0, last_frames_ = 0;  // B and T2 of the last forward
 };
 
 extern template class Conformer<float, float>;

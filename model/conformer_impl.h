@@ -121,6 +121,8 @@ LayerContext<Act, Acc> Conformer<Act, Acc>::context(int batch_size, int frames, 
 
 template <typename Act, typename Acc>
 const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const BatchView& batch) {
+  last_batch_ = ctx.batch;
+  last_frames_ = ctx.frames;
   const Act* x = subsampling_.forward(ctx, batch.features.data(), batch.max_frames);
   for (size_t i = 0; i < blocks_.size(); ++i) {
     block_inputs_[i] = x;
@@ -231,6 +233,28 @@ void Conformer<Act, Acc>::infer(const BatchView& batch, std::vector<float>& logp
     logprobs.assign(host.begin(), host.end());
   }
   out_lengths.assign(out_lengths_.begin(), out_lengths_.begin() + B);
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::add_blank_statistics(BlankStatistics& stats) {
+  const size_t n = size_t(last_batch_) * size_t(last_frames_) * size_t(config_.vocab_size);
+  std::vector<Acc> host(n);
+  backend_.to_host(host.data(), arena_.get(logprobs_), n * sizeof(Acc));
+  const std::vector<float> values(host.begin(), host.end());
+  mpiasr::add_blank_statistics(stats, values.data(), out_lengths_.data(), last_batch_, last_frames_,
+                               config_.vocab_size);
+}
+
+template <typename Act, typename Acc>
+std::vector<ParameterGroup> Conformer<Act, Acc>::parameter_groups() const {
+  std::vector<ParameterGroup> groups = {
+      {"encoder.subsampling", 0, blocks_.front().first_parameter()}};
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    groups.push_back({"encoder.layers." + std::to_string(i), blocks_[i].first_parameter(),
+                      blocks_[i].last_parameter()});
+  }
+  groups.push_back({"ctc_head", head_.weight_index(), head_.bias_index() + 1});
+  return groups;
 }
 
 }  // namespace mpiasr

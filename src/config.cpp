@@ -339,6 +339,7 @@ const std::vector<Key>& key_table() {
       MPIASR_INT_KEY(model, conv_kernel, 1, 1023),
       MPIASR_INT_KEY(model, subsampling_channels, 1, 65536),
       MPIASR_KEY(model, dropout),
+      MPIASR_KEY(model, prior_bias),
       MPIASR_KEY(optimizer, lr),
       MPIASR_KEY(optimizer, beta1),
       MPIASR_KEY(optimizer, beta2),
@@ -382,6 +383,7 @@ const std::vector<Key>& key_table() {
       MPIASR_KEY(output, metrics_file),
       MPIASR_KEY(output, batch_log),
       MPIASR_KEY(output, timeline),
+      MPIASR_INT_KEY(output, diagnostic_steps, 0, 1e15),
   };
   return table;
 }
@@ -658,6 +660,9 @@ void check_config(const Config& c) {
   require(c.distributed.timeout_s > 0, "distributed.timeout_s", c.distributed.timeout_s,
           "must be positive");
   require(!c.output.dir.empty(), "output.dir", "\"\"", "must not be empty");
+  require(c.output.diagnostic_steps == 0 || c.distributed.zero_stage == 0,
+          "output.diagnostic_steps", c.output.diagnostic_steps,
+          "needs every rank to hold the whole gradient (distributed.zero_stage 0)");
 }
 
 Config load_config(const std::string& path, const std::vector<std::string>& overrides) {

@@ -146,6 +146,11 @@ struct ModelConfig {
   std::optional<int> conv_kernel;
   std::optional<int> subsampling_channels;
   std::optional<double> dropout;
+  // The CTC head's biases start at the log of each output's share of the
+  // training set's output frames (src/output_prior.h), the blank's the share
+  // its tokens leave, instead of PyTorch's uniform draw; the weights are
+  // drawn as ever. Resuming takes the checkpoint's biases.
+  bool prior_bias = false;
 
   bool operator==(const ModelConfig&) const = default;
 };
@@ -264,6 +269,14 @@ struct OutputConfig {
   // was ready, started and ended (DESIGN.md "The step's timeline"); what
   // scripts/step-model.py reads. Off: nothing is recorded.
   bool timeline = false;
+  // Each of the first N steps writes a "diagnostics" line in the metrics
+  // file: the learning rate applied, how much of the step's output is the
+  // blank (mean posterior, share of frames where it is the most probable),
+  // the head's blank bias as the step's forward used it and its gradient,
+  // and the gradient norm of each part of the model (docs/training.md).
+  // Each such step waits for the device and copies the gradients to the
+  // host. 0: none.
+  int64_t diagnostic_steps = 0;
 
   bool operator==(const OutputConfig&) const = default;
 };

@@ -40,6 +40,7 @@
 #include "src/gradient_sync.h"
 #include "src/metrics_log.h"
 #include "src/model_config.h"
+#include "src/output_prior.h"
 #include "src/progress.h"
 #include "src/stop_signal.h"
 #include "src/trainer.h"
@@ -102,6 +103,11 @@ class Trainer {
   // output.timeline: writes the interval's steps, every rank's times, as
   // "timeline" lines (collective).
   void write_timelines();
+  // output.diagnostic_steps: the "diagnostics" line of the step in progress
+  // (collective), from its blank statistics (this rank's) and its gradient,
+  // all-reduced and not yet unscaled, before the optimizer updates the
+  // weights.
+  void write_diagnostics(BlankStatistics blanks, double loss_divisor);
   // The batch log's line for micro-batch `micro` of `step`.
   nlohmann::json batch_record(const Batch& batch, int64_t step, int micro) const;
   // Returns whether the validation CER improved on the best so far.
@@ -266,6 +272,19 @@ void Trainer<Act, Acc>::build_model() {
       sharded_ ? size_t(ctx_.world_size()) * kParameterAlignment : kParameterAlignment;
   model_ = std::make_unique<Conformer<Act, Acc>>(backend_, model_config, BatchShapes(shapes),
                                                  config_.training.seed, parameter_multiple);
+  if (config_.model.prior_bias) {
+    // A tokenizer of its own, so the OOV counts reported stay the loader's.
+    const std::unique_ptr<Tokenizer> counter = load_tokenizer(config_.tokenizer.model_path);
+    const std::vector<double> log_prior =
+        output_log_prior(train_, *counter, train_features_->fbank);
+    const std::vector<Acc> bias(log_prior.begin(), log_prior.end());
+    ParameterStore<Act, Acc>& params = model_->params();
+    backend_.to_device(params.master() + params.info(params.index_of("ctc_head.bias")).offset,
+                       bias.data(), bias.size() * sizeof(Acc));
+    params.refresh_compute();
+    log_ << "model: CTC head biases from the output prior of train, the blank's "
+         << std::exp(log_prior[0]) << "\n";
+  }
   log_ << "model: " << describe_model(config_, model_config) << "\n"
        << "model: " << std::fixed << std::setprecision(2) << model_->params().num_parameters() / 1e6
        << " M parameters; planned for " << describe_plan(model_->shapes()) << ", "
@@ -558,6 +577,8 @@ bool Trainer<Act, Acc>::train_step() {
   // count is divided in when it is unscaled, with the scale (the control).
   optimizer_->set_step_inputs(loss_divisor, float(state_.lr));
   StepControl* control = optimizer_->control();
+  const bool diagnose = state_.step < config_.output.diagnostic_steps;
+  BlankStatistics blanks;
   for (int i = 0; i < micro; ++i) {
     const Batch& batch = micro_batches_[size_t(i)];
     const bool last = i == micro - 1;
@@ -580,6 +601,7 @@ bool Trainer<Act, Acc>::train_step() {
     } else {
       queue();
     }
+    if (diagnose) model_->add_blank_statistics(blanks);
     for (int b = 0; b < batch.batch_size; ++b) interval_.tokens += batch.target_lengths[size_t(b)];
     interval_.utterances += batch.batch_size;
     interval_.audio_seconds += batch.audio_seconds;
@@ -592,6 +614,7 @@ bool Trainer<Act, Acc>::train_step() {
     interval_.comm_cpu += reducer_->last_comm_cpu_seconds();
   }
   const Clock::time_point wait_end = Clock::now();
+  if (diagnose) write_diagnostics(blanks, loss_divisor);
 
   // Norm, loss-scaler and clip decisions and AdamW, all where the gradients
   // are (kernels/step_control.h); sharded, each rank updates its pieces and
@@ -678,6 +701,42 @@ void Trainer<Act, Acc>::write_timelines() {
                      {"step", state_.step - interval_.steps + int64_t(s) + 1},
                      {"ranks", std::move(ranks)}});
   }
+}
+
+template <typename Act, typename Acc>
+void Trainer<Act, Acc>::write_diagnostics(BlankStatistics blanks, double loss_divisor) {
+  double sums[] = {blanks.frames, blanks.posterior, blanks.argmax};
+  mpi::allreduce_sum_inplace(ctx_, sums, int(std::size(sums)), "diagnostics blank totals");
+  if (!ctx_.is_main()) return;
+  // The gradient of the token-averaged loss, before clipping.
+  const double scale = optimizer_->read_control().scaler.scale;
+  const double unscale = 1.0 / (scale * loss_divisor);
+  ParameterStore<Act, Acc>& params = model_->params();
+  std::vector<Acc> grad(params.size());
+  backend_.to_host(grad.data(), params.grad(), grad.size() * sizeof(Acc));
+  nlohmann::json norms = nlohmann::json::object();
+  double total = 0;
+  for (const ParameterGroup& group : model_->parameter_groups()) {
+    const auto [offset, count] = params.range(group.first, group.last);
+    double squares = 0;
+    for (size_t i = offset; i < offset + count; ++i) squares += double(grad[i]) * double(grad[i]);
+    total += squares;
+    norms[group.name] = std::sqrt(squares) * unscale;
+  }
+  const size_t blank_bias = params.info(params.index_of("ctc_head.bias")).offset;
+  Acc bias;
+  backend_.to_host(&bias, params.master() + blank_bias, sizeof bias);
+  const double frames = std::max(sums[0], 1.0);
+  metrics_->write({{"kind", "diagnostics"},
+                   {"step", state_.step + 1},
+                   {"lr", float(state_.lr)},
+                   {"frames", sums[0]},
+                   {"blank_posterior", sums[1] / frames},
+                   {"blank_argmax", sums[2] / frames},
+                   {"blank_bias", double(bias)},
+                   {"blank_bias_grad", double(grad[blank_bias]) * unscale},
+                   {"grad_norm", std::sqrt(total) * unscale},
+                   {"grad_norms", std::move(norms)}});
 }
 
 template <typename Act, typename Acc>

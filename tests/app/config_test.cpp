@@ -254,6 +254,10 @@ TEST(Config, RangeChecksNameKeyAndValue) {
   EXPECT_CONTAINS(override_error({"--distributed.allreduce_dtype=fp8"}), "fp8");
   EXPECT_EQ(override_error({"--training.device=cuda", "--distributed.allreduce_dtype=fp16"}), "");
   EXPECT_EQ(override_error({"--model.d_model=144", "--model.n_heads=4"}), "");
+  EXPECT_CONTAINS(override_error({"--output.diagnostic_steps=50", "--distributed.zero_stage=1"}),
+                  "config key 'output.diagnostic_steps' = 50: needs every rank to hold the whole "
+                  "gradient (distributed.zero_stage 0)");
+  EXPECT_EQ(override_error({"--output.diagnostic_steps=50"}), "");
 }
 
 // A config with every kind of field away from its default.
@@ -273,6 +277,7 @@ Config unusual_config() {
   c.model.preset = ModelPreset::kLarge;
   c.model.d_model = 512;
   c.model.dropout = 0.1;
+  c.model.prior_bias = true;
   c.optimizer.lr = 0.1 + 0.2;  // 0.30000000000000004
   c.optimizer.eps = 1e-9;
   c.schedule.lr_scaling = LrScaling::kSqrt;
@@ -287,6 +292,7 @@ Config unusual_config() {
   c.distributed.allreduce_dtype = AllreduceDtype::kFp16;
   c.checkpoint.fs_mode = FsMode::kPerNode;
   c.output.dir = "/tmp/out dir";
+  c.output.diagnostic_steps = 200;
   resolve_config(c);
   return c;
 }

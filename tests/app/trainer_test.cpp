@@ -11,6 +11,13 @@
 //     definition, holds every parameter under PyTorch-style names with the
 //     model's shapes, and the values the trainer holds;
 //   - a changed config is reported key by key with both values;
+//   - output.diagnostic_steps writes, for the first steps, the learning
+//     rate, the blank bias and its gradient and each part's gradient norm
+//     that the checkpoints hold (the weights before the step, AdamW's first
+//     moments), and the blank statistics of the model before the step
+//     decoding the step's utterances;
+//   - model.prior_bias starts the head's biases at the output prior of the
+//     train set, and changes no other weight;
 //   - training.max_minutes, once spent, ends training after the step in
 //     progress with a validation and a checkpoint that keeps the time spent;
 //     a rerun trains no more, the time spent is the checkpoint's, and a run
@@ -31,7 +38,11 @@
 #include "kernels/cpu/cpu_backend.h"
 #include "model/conformer.h"
 #include "src/base/file.h"
+#include "src/dataset.h"
+#include "src/feature_pipeline.h"
 #include "src/model_config.h"
+#include "src/output_prior.h"
+#include "src/recognizer.h"
 #include "src/training_checkpoint.h"
 #include "tests/app/training_fixture.h"
 
@@ -346,6 +357,125 @@ TEST(TrainerTest, CheckpointEveryZeroStepsWritesTheLastStepsOnly) {
                                      : std::string(" (no checkpoint of it kept)"))),
             std::string::npos)
       << log;
+}
+
+// The checkpoint of `step`'s tensor `name` (model.safetensors, or
+// optimizer.safetensors for adam_m.* and adam_v.*).
+std::vector<float> checkpoint_tensor(const Config& config, int64_t step, const std::string& name) {
+  const std::string file = name.rfind("adam_", 0) == 0 ? kOptimizerFile : kModelFile;
+  return tensors_from_safetensors(checkpoint_file(config, step, file), file).at(name).data;
+}
+
+TEST(TrainerTest, DiagnosticLinesHoldWhatTheStepSawAndComputed) {
+  // One batch of all 12 utterances a step, 3 steps; nothing random (no
+  // dropout, dither or SpecAugment) and no clipping, so that step 1's
+  // gradient g is in AdamW's moments after it: m = (1 - beta1) g,
+  // v = (1 - beta2) g^2.
+  const Config config = tiny_config(
+      fresh_dir("diagnostics"),
+      {"--batching.batch_size=12", "--features.dither=0", "--spec_augment.enabled=false",
+       "--model.dropout=0", "--optimizer.clip_norm=0", "--training.epochs=3",
+       "--validation.every_steps=0", "--checkpoint.every_steps=1", "--output.diagnostic_steps=2"});
+  TrainOptions initial;
+  initial.stop_at_step = 0;
+  run(config, initial);
+  run(config);
+  const std::vector<nlohmann::json> lines = metrics_of(config, "diagnostics");
+  ASSERT_EQ(lines.size(), 2u);
+  const std::vector<nlohmann::json> train = metrics_of(config, "train");
+  ASSERT_EQ(train.size(), 3u);
+  for (int64_t step : {1, 2}) {
+    const nlohmann::json& line = lines[size_t(step - 1)];
+    EXPECT_EQ(line["step"], step);
+    // The warmup of 2 steps to 3e-3.
+    EXPECT_FLOAT_EQ(line["lr"].get<float>(), float(3e-3 * double(step) / 2));
+    // The bias the step's forward used: the checkpoint before it.
+    EXPECT_EQ(line["blank_bias"].get<double>(),
+              checkpoint_tensor(config, step - 1, "ctc_head.bias")[0]);
+    // The norm the step control computed for the progress line.
+    EXPECT_NEAR(line["grad_norm"].get<double>(), train[size_t(step - 1)]["grad_norm"].get<double>(),
+                1e-5 * line["grad_norm"].get<double>());
+  }
+
+  const nlohmann::json& first = lines[0];
+  const double beta1 = config.optimizer.beta1, beta2 = config.optimizer.beta2;
+  EXPECT_NEAR(first["blank_bias_grad"].get<double>(),
+              checkpoint_tensor(config, 1, "adam_m.ctc_head.bias")[0] / (1 - beta1),
+              1e-5 * std::abs(first["blank_bias_grad"].get<double>()));
+  // Each part's norm from the second moments of the tensors named after it.
+  const CheckpointFiles files = read_checkpoint(config.checkpoint.dir, 1);
+  const NamedTensors moments = tensors_from_safetensors(files.files.at(kOptimizerFile), "adam");
+  std::map<std::string, double> squares;
+  for (const auto& [name, tensor] : moments) {
+    if (name.rfind("adam_v.", 0) != 0) continue;
+    const std::string tensor_name = name.substr(7);
+    std::smatch part;
+    ASSERT_TRUE(
+        std::regex_search(tensor_name, part,
+                          std::regex(R"(^(encoder\.subsampling|encoder\.layers\.\d+|ctc_head)\.)")))
+        << tensor_name;
+    for (float v : tensor.data) squares[part[1]] += double(v) / (1 - beta2);
+  }
+  const nlohmann::json& norms = first["grad_norms"];
+  ASSERT_EQ(norms.size(), squares.size());
+  ASSERT_EQ(norms.size(), size_t(conformer_preset("tiny").n_layers) + 2);
+  for (const auto& [part, sum] : squares) {
+    ASSERT_TRUE(norms.contains(part)) << part;
+    EXPECT_NEAR(norms[part].get<double>(), std::sqrt(sum), 1e-5 * std::sqrt(sum)) << part;
+  }
+
+  // The blank statistics: the model of step 0 decoding the same 12 utterances.
+  std::ostringstream quiet;
+  const CheckpointModel before =
+      load_checkpoint_model(checkpoint_dir(config.checkpoint.dir, 0), quiet, quiet);
+  const Manifest manifest =
+      load_dataset(config, config.data.train_manifest, "train", DatasetOptions{}, nullptr);
+  double frames = 0, posterior = 0, argmax = 0;
+  const int V = before.model_config.vocab_size;
+  const BatchOutputs outputs = [&](const Batch& batch, const std::vector<float>& logprobs,
+                                   const std::vector<int32_t>& lengths) {
+    const size_t T2 = logprobs.size() / size_t(batch.batch_size * V);
+    for (int b = 0; b < batch.batch_size; ++b) {
+      for (int t = 0; t < lengths[size_t(b)]; ++t) {
+        const float* row = logprobs.data() + (size_t(b) * T2 + size_t(t)) * size_t(V);
+        frames += 1;
+        posterior += std::exp(double(row[0]));
+        argmax += std::max_element(row, row + V) == row ? 1 : 0;
+      }
+    }
+  };
+  recognize(before, manifest, mpi::Context::world(), 1, quiet, nullptr, outputs);
+  EXPECT_EQ(first["frames"].get<double>(), frames);
+  EXPECT_NEAR(first["blank_posterior"].get<double>(), posterior / frames, 1e-5);
+  EXPECT_EQ(first["blank_argmax"].get<double>(), argmax / frames);
+}
+
+TEST(TrainerTest, PriorBiasStartsTheHeadAtTheOutputPriorOfTrain) {
+  const Config prior = tiny_config(fresh_dir("prior_bias"), {"--model.prior_bias=true"});
+  const Config plain = tiny_config(fresh_dir("prior_bias_off"));
+  TrainOptions initial;
+  initial.stop_at_step = 0;
+  run(prior, initial);
+  run(plain, initial);
+  const std::vector<float> bias = checkpoint_tensor(prior, 0, "ctc_head.bias");
+  const Manifest train =
+      load_dataset(prior, prior.data.train_manifest, "train", DatasetOptions{}, nullptr);
+  const std::unique_ptr<Tokenizer> tokenizer = load_tokenizer(prior.tokenizer.model_path);
+  const Fbank fbank(fbank_options(prior.features, FeatureUse::kTraining));
+  const std::vector<double> log_prior = output_log_prior(train, *tokenizer, fbank);
+  ASSERT_EQ(bias.size(), log_prior.size());
+  double total = 0;
+  for (size_t id = 0; id < bias.size(); ++id) {
+    EXPECT_EQ(bias[id], float(log_prior[id])) << "output " << id;
+    total += std::exp(double(bias[id]));
+  }
+  // Every output is a character of the transcripts: the shares sum to 1.
+  EXPECT_NEAR(total, 1.0, 1e-6);
+  EXPECT_GT(bias[0], std::log(0.5));  // the blank takes most frames
+  // Only the biases differ from the run without it.
+  EXPECT_NE(bias, checkpoint_tensor(plain, 0, "ctc_head.bias"));
+  EXPECT_EQ(checkpoint_tensor(prior, 0, "ctc_head.weight"),
+            checkpoint_tensor(plain, 0, "ctc_head.weight"));
 }
 
 TEST(TrainerTest, SpentTimeBudgetEndsTrainingAndStaysSpentOnResume) {

@@ -2,7 +2,8 @@
 // against central finite differences, the invariances padding must keep
 // (a padded batch equals its utterances one at a time; padded input frames
 // change nothing), the per-layer gradient-ready callbacks, infeasible CTC
-// utterances, and the batch checks.
+// utterances, the batch checks, the blank statistics of a forward and the
+// parts the parameters are grouped into.
 #include "model/conformer.h"
 
 #include <gtest/gtest.h>
@@ -298,6 +299,87 @@ TEST_F(ConformerTest, PlannedForTheBatchShapesItWillSee) {
     EXPECT_NE(std::string(e.what()).find("batch of 2 x 300 frames does not fit the model's plan"),
               std::string::npos)
         << e.what();
+  }
+}
+
+TEST(BlankStatisticsTest, CountOnlyTheUtterancesFrames) {
+  // Two utterances of 2 and 1 output frames, padded to 3, vocabulary 3; each
+  // row is a frame's probabilities, the blank's first.
+  const std::vector<std::vector<double>> probs = {
+      // utterance 0: the blank wins, loses, then a padding frame
+      {0.5, 0.3, 0.2},
+      {0.2, 0.4, 0.4},
+      {0.9, 0.05, 0.05},
+      // utterance 1: a tie, then two padding frames
+      {1. / 3, 1. / 3, 1. / 3},
+      {0.9, 0.05, 0.05},
+      {0.9, 0.05, 0.05},
+  };
+  std::vector<float> logprobs;
+  for (const std::vector<double>& row : probs) {
+    for (double p : row) logprobs.push_back(float(std::log(p)));
+  }
+  const std::vector<int32_t> lengths = {2, 1};
+  BlankStatistics stats;
+  add_blank_statistics(stats, logprobs.data(), lengths.data(), 2, 3, 3);
+  EXPECT_EQ(stats.frames, 3);
+  EXPECT_NEAR(stats.posterior, 0.5 + 0.2 + 1. / 3, 1e-6);
+  EXPECT_EQ(stats.argmax, 2);  // the first frame and the tie
+  add_blank_statistics(stats, logprobs.data(), lengths.data(), 2, 3, 3);
+  EXPECT_EQ(stats.frames, 6);  // added to what was there
+}
+
+TEST_F(ConformerTest, BlankStatisticsAreThoseOfTheLastForward) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  const HostBatch batch = standard_batch();
+  std::vector<float> logprobs;
+  std::vector<int32_t> lengths;
+  model.infer(batch, logprobs, lengths);
+  double frames = 0, posterior = 0, argmax = 0;
+  const int T2 = int(logprobs.size()) / (batch.batch_size * kVocab);
+  for (int b = 0; b < batch.batch_size; ++b) {
+    for (int t = 0; t < lengths[size_t(b)]; ++t) {
+      const float* row = logprobs.data() + (size_t(b) * T2 + size_t(t)) * kVocab;
+      frames += 1;
+      posterior += std::exp(double(row[0]));
+      bool blank_wins = true;
+      for (int v = 1; v < kVocab; ++v) blank_wins = blank_wins && row[v] <= row[0];
+      argmax += blank_wins;
+    }
+  }
+  EXPECT_EQ(frames, 7 + 5 + 4);
+  BlankStatistics stats;
+  model.add_blank_statistics(stats);
+  EXPECT_EQ(stats.frames, frames);
+  EXPECT_NEAR(stats.posterior, posterior, 1e-6);
+  EXPECT_EQ(stats.argmax, argmax);
+  // After training's forward too: the same batch, no dropout, the same output.
+  model.forward_backward(batch, 1.0, 1.0f, false, 0);
+  BlankStatistics trained;
+  model.add_blank_statistics(trained);
+  EXPECT_EQ(trained.frames, frames);
+  EXPECT_NEAR(trained.posterior, posterior, 1e-6);
+}
+
+TEST_F(ConformerTest, ParameterGroupsTileTheParametersByPart) {
+  const ConformerConfig config = tiny_config();
+  Conformer<double, double> model(backend_, config, 3, 31, 7);
+  const std::vector<ParameterGroup> groups = model.parameter_groups();
+  ASSERT_EQ(groups.size(), size_t(config.n_layers) + 2);
+  EXPECT_EQ(groups.front().name, "encoder.subsampling");
+  EXPECT_EQ(groups[1].name, "encoder.layers.0");
+  EXPECT_EQ(groups.back().name, "ctc_head");
+  EXPECT_EQ(groups.front().first, 0);
+  EXPECT_EQ(size_t(groups.back().last), model.params().infos().size());
+  for (size_t g = 0; g < groups.size(); ++g) {
+    if (g > 0) {
+      EXPECT_EQ(groups[g].first, groups[g - 1].last) << groups[g].name;
+    }
+    EXPECT_LT(groups[g].first, groups[g].last) << groups[g].name;
+    for (int p = groups[g].first; p < groups[g].last; ++p) {
+      EXPECT_EQ(model.params().info(p).name.rfind(groups[g].name + ".", 0), 0u)
+          << model.params().info(p).name << " in " << groups[g].name;
+    }
   }
 }
 
