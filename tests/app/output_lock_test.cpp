@@ -5,11 +5,15 @@
 // is taken over, said on stderr, and released (emptied) when training ends.
 #include "src/output_lock.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 
+#include <chrono>
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "mpi/collectives.h"
 #include "src/base/file.h"
@@ -70,6 +74,31 @@ TEST(OutputLock, AFolderInUseStopsTrainAndPrepareBeforeTheyWrite) {
   EXPECT_EQ(std::string(prepared.what()).rfind(expected, 0), 0u) << prepared.what();
   EXPECT_EQ(entries(dir), std::set<std::string>{"mpiasr.lock"});
   EXPECT_EQ(read_file(dir + "/mpiasr.lock"), kOther.record());
+}
+
+// A run that looks after its rival took the lock but before the rival wrote
+// its record (both started at once) waits for the record, and names it.
+TEST(OutputLock, ARefusalWaitsForTheHoldersRecord) {
+  const std::string dir = fresh_dir("lock_unrecorded");
+  const Config config = tiny_config(dir);
+  const std::string path = dir + "/" + kOutputLockFile;
+  const FileDescriptor rival = open_file(path, O_RDWR | O_CREAT, ExitCode::kUsage);
+  ASSERT_EQ(::flock(rival.get(), LOCK_EX | LOCK_NB), 0);
+  std::thread recorder([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    write_all(rival, kOther.record(), path, ExitCode::kUsage);
+  });
+  mpi::Context ctx = mpi::Context::world();
+  const mpi::CollectiveError refused =
+      collective_error_of([&] { lock_output_dir(config, ctx, "prepare"); });
+  recorder.join();
+  EXPECT_EQ(refused.code(), ExitCode::kOutputInUse);
+  EXPECT_NE(std::string(refused.what())
+                .find("is in use by mpiasr train on host nodeX, process 4242, started "
+                      "2026-12-04 23:44:10 +0100 (its lock file " +
+                      path + ")"),
+            std::string::npos)
+      << refused.what();
 }
 
 TEST(OutputLock, AStaleLockIsTakenOverAndReleasedAtTheEnd) {
