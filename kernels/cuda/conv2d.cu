@@ -12,7 +12,9 @@
 // col2im gathers: input pixel (h, w) of an image receives dcol from the
 // output pixels (i, j) = ((h - kh) / 2, (w - kw) / 2) for the taps kh, kw that
 // make both exact and in range, so every dinp element is written by exactly
-// one thread (no atomics). GEMMs: 16-bit inputs, fp32 accumulation (gemm.h).
+// one thread (no atomics). Where Cin is a multiple of 8 (every layer but the
+// first), im2col and col2im move eight channels a thread, one 128-bit access.
+// GEMMs: 16-bit inputs, fp32 accumulation (gemm.h).
 #include <algorithm>
 
 #include "kernels/cuda/column_sums.h"
@@ -53,36 +55,45 @@ __global__ void add_weight_rows_kernel(float* dweight, const float* dwr, int Cou
   }
 }
 
-// x = max(x, 0) in place, after the forward GEMMs.
-// col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset to the chunk).
-template <typename T>
+// col [images Ho Wo, 9 Cin] of the images starting at `inp` (already offset
+// to the chunk). A thread moves Width channels of one tap of one output pixel
+// (one 128-bit load and store when Width is kPack); one 64-bit division per
+// thread, the rest in 32 bits (rows fit an int).
+template <int Width, typename T>
 __global__ void im2col_kernel(T* col, const T* inp, int images, int Cin, int H, int W, int Ho,
                               int Wo) {
-  const size_t K = size_t(9) * Cin;
-  const size_t n = size_t(images) * Ho * Wo * K;
+  const int groups = Cin / Width;  // channel groups of a tap
+  const int row_groups = 9 * groups;
+  const size_t n = size_t(images) * Ho * Wo * row_groups;
   MPIASR_GRID_STRIDE(e, n) {
-    const int ci = int(e % size_t(Cin));
-    const int k = int((e / size_t(Cin)) % 9);
-    const size_t r = e / K;
-    const int j = int(r % size_t(Wo));
-    const int i = int((r / size_t(Wo)) % size_t(Ho));
-    const int b = int(r / (size_t(Wo) * Ho));
+    const int r = int(e / size_t(row_groups));
+    const int in_row = int(e - size_t(r) * row_groups);
+    const int k = in_row / groups, c = (in_row - k * groups) * Width;
+    const int j = r % Wo, i = (r / Wo) % Ho, b = r / (Wo * Ho);
     const int h = 2 * i + k / 3, w = 2 * j + k % 3;
-    col[e] = inp[((size_t(b) * H + h) * W + w) * Cin + ci];
+    const T* from = inp + ((size_t(b) * H + h) * W + w) * Cin + c;
+    T* to = col + size_t(r) * 9 * Cin + size_t(k) * Cin + c;
+    if constexpr (Width == kPack) {
+      store_pack(to, load_pack(from));
+    } else {
+      to[0] = from[0];
+    }
   }
 }
 
-// dinp [images, H, W, Cin] (offset to the chunk) from dcol [images Ho Wo, 9 Cin].
-template <typename T>
+// dinp [images, H, W, Cin] (offset to the chunk) from dcol [images Ho Wo,
+// 9 Cin]: a thread sums Width channels of one input pixel over the (at most
+// four) taps that read it.
+template <int Width, typename T>
 __global__ void col2im_kernel(T* dinp, const T* dcol, int images, int Cin, int H, int W, int Ho,
                               int Wo) {
-  const size_t n = size_t(images) * H * W * Cin;
+  const int groups = Cin / Width;
+  const size_t n = size_t(images) * H * W * groups;
   MPIASR_GRID_STRIDE(e, n) {
-    const int ci = int(e % size_t(Cin));
-    const int w = int((e / size_t(Cin)) % size_t(W));
-    const int h = int((e / (size_t(Cin) * W)) % size_t(H));
-    const int b = int(e / (size_t(Cin) * W * H));
-    float sum = 0.0f;
+    const int pixel = int(e / size_t(groups));
+    const int c = int(e - size_t(pixel) * groups) * Width;
+    const int w = pixel % W, h = (pixel / W) % H, b = pixel / (W * H);
+    float sum[Width] = {};
     for (int kh = 0; kh < 3; ++kh) {
       const int di = h - kh;
       if (di < 0 || di % 2 != 0 || di / 2 >= Ho) continue;
@@ -90,10 +101,12 @@ __global__ void col2im_kernel(T* dinp, const T* dcol, int images, int Cin, int H
         const int dj = w - kw;
         if (dj < 0 || dj % 2 != 0 || dj / 2 >= Wo) continue;
         const size_t r = (size_t(b) * Ho + di / 2) * Wo + dj / 2;
-        sum += to_float(dcol[r * 9 * Cin + size_t(kh * 3 + kw) * Cin + ci]);
+        float x[Width];
+        load_floats<Width>(dcol + r * 9 * Cin + size_t(kh * 3 + kw) * Cin + c, x);
+        for (int v = 0; v < Width; ++v) sum[v] += x[v];
       }
     }
-    dinp[e] = from_float<T>(sum);
+    store_floats<Width>(dinp + size_t(pixel) * Cin + c, sum);
   }
 }
 
@@ -115,6 +128,38 @@ ConvShape make_shape(int B, int Cin, int H, int W, int Cout) {
                "conv2d needs at least a 3x3 input: B=" << B << " Cin=" << Cin << " H=" << H
                                                        << " W=" << W << " Cout=" << Cout);
   return {B, Cin, H, W, Cout, out_size(H), out_size(W)};
+}
+
+// col [images Ho Wo, 9 Cin] from the images at `inp`, eight channels a
+// thread where Cin and the pointers allow.
+template <typename T>
+void launch_im2col(T* col, const T* inp, int images, const ConvShape& s, cudaStream_t stream) {
+  const size_t n = size_t(images) * s.pixels() * s.K();
+  if (packed(col, size_t(s.Cin)) && packed(inp, size_t(s.Cin))) {
+    constexpr auto im2col = im2col_kernel<kPack, T>;
+    MPIASR_LAUNCH(im2col, grid_for(n / kPack), kThreads, 0, stream, col, inp, images, s.Cin, s.H,
+                  s.W, s.Ho, s.Wo);
+  } else {
+    constexpr auto im2col = im2col_kernel<1, T>;
+    MPIASR_LAUNCH(im2col, grid_for(n), kThreads, 0, stream, col, inp, images, s.Cin, s.H, s.W, s.Ho,
+                  s.Wo);
+  }
+}
+
+// dinp [images, H, W, Cin] from dcol, eight channels a thread where Cin and
+// the pointers allow.
+template <typename T>
+void launch_col2im(T* dinp, const T* dcol, int images, const ConvShape& s, cudaStream_t stream) {
+  const size_t n = size_t(images) * s.H * s.W * s.Cin;
+  if (packed(dinp, size_t(s.Cin)) && packed(dcol, size_t(s.Cin))) {
+    constexpr auto col2im = col2im_kernel<kPack, T>;
+    MPIASR_LAUNCH(col2im, grid_for(n / kPack), kThreads, 0, stream, dinp, dcol, images, s.Cin, s.H,
+                  s.W, s.Ho, s.Wo);
+  } else {
+    constexpr auto col2im = col2im_kernel<1, T>;
+    MPIASR_LAUNCH(col2im, grid_for(n), kThreads, 0, stream, dinp, dcol, images, s.Cin, s.H, s.W,
+                  s.Ho, s.Wo);
+  }
 }
 
 template <typename T>
@@ -161,8 +206,7 @@ void cuda_conv2d_forward(const GemmContext& gemm, T* out, const T* inp, const T*
   for (int b0 = 0; b0 < B; b0 += chunk_images) {
     const int images = std::min(chunk_images, B - b0);
     const int rows = int(size_t(images) * s.pixels());
-    MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
-                  scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+    launch_im2col(scratch.columns, inp + size_t(b0) * H * W * Cin, images, s, stream);
     // out_chunk [rows, Cout] = col [rows, K] Wr^T (+ bias, then max(., 0))
     cuda_gemm(gemm, "conv2d.forward", false, true, rows, Cout, K, 1.0f, scratch.columns, K,
               scratch.weight_rows, K, type, 0.0f, out + size_t(b0) * s.pixels() * Cout, type, Cout,
@@ -199,8 +243,7 @@ void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
     const int rows = int(size_t(images) * s.pixels());
     const T* dout_chunk = dout + size_t(b0) * s.pixels() * Cout;
     if (dweight) {
-      MPIASR_LAUNCH(im2col_kernel<T>, grid_for(size_t(rows) * K), kThreads, 0, stream,
-                    scratch.columns, inp + size_t(b0) * H * W * Cin, images, Cin, H, W, s.Ho, s.Wo);
+      launch_im2col(scratch.columns, inp + size_t(b0) * H * W * Cin, images, s, stream);
       // dWr [Cout, K] += dout_chunk^T [Cout, rows] col [rows, K]
       cuda_gemm(gemm, "conv2d.dweight", true, false, Cout, K, rows, 1.0f, dout_chunk, Cout,
                 scratch.columns, K, type, 1.0f, scratch.dweight_rows, CUDA_R_32F, K);
@@ -209,10 +252,7 @@ void cuda_conv2d_backward(const GemmContext& gemm, T* dinp, float* dweight, floa
       // dcol [rows, K] = dout_chunk [rows, Cout] Wr [Cout, K]
       cuda_gemm(gemm, "conv2d.dinp", false, false, rows, K, Cout, 1.0f, dout_chunk, Cout,
                 scratch.weight_rows, K, type, 0.0f, scratch.dcolumns, type, K);
-      const size_t n = size_t(images) * H * W * Cin;
-      MPIASR_LAUNCH(col2im_kernel<T>, grid_for(n), kThreads, 0, stream,
-                    dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, Cin, H, W, s.Ho,
-                    s.Wo);
+      launch_col2im(dinp + size_t(b0) * H * W * Cin, scratch.dcolumns, images, s, stream);
     }
   }
   if (dweight) {

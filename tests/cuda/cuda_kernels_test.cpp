@@ -259,7 +259,7 @@ TYPED_TEST(CudaConv2d, ForwardAndBackwardMatchCpu) {
   CudaBackend<Act> one_image_chunks(
       CudaBackendOptions{.arena_bytes = cuda_test::kTestArenaBytes, .conv2d_column_budget = 1});
   for (CudaBackend<Act>* be : {&backend<Act>(), &one_image_chunks}) {
-    for (int Cin : {1, 3}) {
+    for (int Cin : {1, 3, 16}) {
       const int B = 3, H = 13, W = 10, Cout = 8;
       const int Ho = (H - 3) / 2 + 1, Wo = (W - 3) / 2 + 1;
       const size_t n_in = size_t(B) * H * W * Cin, n_out = size_t(B) * Ho * Wo * Cout;
