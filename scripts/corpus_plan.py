@@ -17,7 +17,12 @@ so the same options and the same installed packages give the same plan.
 Two profiles:
   demo  splits train, valid, test, sized by fractions of the whole; espeak-ng
         (8 English voices x 87 variants) and flite (5 voices) with their own
-        speed and pitch, white/pink/brown noise, reverb, gain.
+        speed and pitch, white/pink/brown noise, reverb, gain. With
+        --hold-out-voices the family HELDOUT_* speaks none of them, and a
+        fourth split, test-unseen, has test's sentences again, in test's
+        order, spoken by that family only (drawn from an RNG of its own, so
+        the other splits do not depend on it): the same sentences from voices
+        training heard and from voices it did not.
   wide  splits train, valid-seen, test-seen, valid-unseen, test-unseen. The
         held-out family HELDOUT_* (Scottish English: espeak-ng's en-gb-scotland
         with 13 variants that no other split uses, and flite's awb) speaks
@@ -234,15 +239,24 @@ def estimated_seconds(utterance):
     return seconds / float(utterance.get("tempo", 1)) + SILENCE_SECONDS
 
 
-def voices_of(profile, split):
-    """(espeak-ng base voices, espeak-ng variants, flite voices) that may speak in a split."""
-    if profile == "demo":
-        return ESPEAK_VOICES, ESPEAK_VARIANTS, sorted(FLITE_PITCH)
+def voices_of(profile, split, hold_out):
+    """(espeak-ng base voices, espeak-ng variants, flite voices) that may speak in a
+    split; hold_out: the held-out family speaks the -unseen splits only."""
+    variants = ESPEAK_VARIANTS if profile == "demo" else ESPEAK_WIDE_VARIANTS
+    if not hold_out:
+        return ESPEAK_VOICES, variants, sorted(FLITE_PITCH)
     if split.endswith("-unseen"):
         return [HELDOUT_ESPEAK_VOICE], HELDOUT_ESPEAK_VARIANTS, HELDOUT_FLITE_VOICES
     return ([v for v in ESPEAK_VOICES if v != HELDOUT_ESPEAK_VOICE],
-            [v for v in ESPEAK_WIDE_VARIANTS if v not in HELDOUT_ESPEAK_VARIANTS],
+            [v for v in variants if v not in HELDOUT_ESPEAK_VARIANTS],
             [v for v in sorted(FLITE_PITCH) if v not in HELDOUT_FLITE_VOICES])
+
+
+def splits_of(args):
+    """The splits a plan has, in the order plan.tsv lists them."""
+    if args.profile == "demo" and args.hold_out_voices:
+        return SPLITS["demo"] + ["test-unseen"]
+    return SPLITS[args.profile]
 
 
 def plan_utterance(rng, args, sentence, voices):
@@ -304,6 +318,9 @@ def check_plan_args(args):
         fail(f"need 0 <= --snr-min ({args.snr_min}) <= --snr-max ({args.snr_max})")
     if not 0 <= args.reverb_fraction <= 1:
         fail(f"--reverb-fraction {args.reverb_fraction} must be in [0, 1]")
+    if args.hold_out_voices and args.profile != "demo":
+        fail("--hold-out-voices is for the demo profile; the wide profile always holds out "
+             "its voice family")
 
 
 def plan_demo(args, rng, sentences):
@@ -334,10 +351,16 @@ def plan_demo(args, rng, sentences):
         if not pool:
             fail(f"no sentences for split {split}")
         utterance = plan_utterance(rng, args, pool[len(planned[split]) % len(pool)],
-                                   voices_of("demo", split))
+                                   voices_of("demo", split, args.hold_out_voices))
         planned[split].append(utterance)
         total_seconds += estimated_seconds(utterance)
         n += 1
+    if args.hold_out_voices:
+        # Its own RNG: a larger --hours extends test-unseen as it extends test.
+        unseen_rng = random.Random(f"{args.seed}:test-unseen")
+        voices = voices_of("demo", "test-unseen", True)
+        planned["test-unseen"] = [plan_utterance(unseen_rng, args, utterance["sentence"], voices)
+                                  for utterance in planned["test"]]
     return planned
 
 
@@ -352,11 +375,11 @@ def plan_wide(args, rng, sentences):
              f"there are {len(sentences)}")
     planned, start = {}, 0
     for split, count in eval_counts.items():
-        voices = voices_of("wide", split)
+        voices = voices_of("wide", split, True)
         planned[split] = [plan_utterance(rng, args, sentence, voices)
                           for sentence in sentences[start:start + count]]
         start += count
-    train_pool, voices = sentences[start:], voices_of("wide", "train")
+    train_pool, voices = sentences[start:], voices_of("wide", "train", True)
     planned["train"] = []
     total_seconds = 0.0
     while True:
@@ -387,9 +410,9 @@ def plan(args):
     lines = [f"# make-corpus plan: profile={args.profile} seed={args.seed} "
              f"utterances={args.utterances} hours={args.hours} format={args.format} {sizes} "
              f"snr={args.snr_min}..{args.snr_max} reverb_fraction={args.reverb_fraction} "
-             f"sentences={len(sentences)}",
+             f"sentences={len(sentences)}" + (" hold_out_voices" if args.hold_out_voices else ""),
              "\t".join(PLAN_COLUMNS)]
-    for split in SPLITS[args.profile]:
+    for split in splits_of(args):
         for index, utterance in enumerate(planned[split]):
             utterance["split"] = split
             utterance["id"] = f"{split}-{index:07d}"
@@ -555,6 +578,7 @@ def main():
     plan_parser.add_argument("--snr-min", type=float)  # default: 5 (wide), 10 (demo)
     plan_parser.add_argument("--snr-max", type=float, default=30.0)
     plan_parser.add_argument("--reverb-fraction", type=float, default=0.3)
+    plan_parser.add_argument("--hold-out-voices", action="store_true")
     finish_parser = commands.add_parser("finish")
     finish_parser.add_argument("dir")
     args = parser.parse_args()

@@ -57,6 +57,9 @@ Profiles:
   --snr-min DB            lowest signal-to-noise ratio (default 10; wide 5)
   --snr-max DB            highest signal-to-noise ratio (default 30)
   --reverb-fraction F     share of utterances with reverb (default 0.3)
+  --hold-out-voices       demo: keep the wide profile's held-out family (Scottish
+                          English) out of train, valid and test, and add
+                          test-unseen.tsv: test's sentences spoken by that family
   -h, --help              this help
 EOF
 }
@@ -83,6 +86,7 @@ while (($#)); do
     --seed | --valid-fraction | --test-fraction | --snr-min | --snr-max | --reverb-fraction | \
       --profile | --valid-utterances | --test-utterances)
       plan_args+=("$1" "$2"); shift 2 ;;
+    --hold-out-voices) plan_args+=("$1"); shift ;;
     *) usage >&2; die "unknown argument '$1'" ;;
   esac
 done

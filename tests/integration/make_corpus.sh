@@ -10,7 +10,10 @@
 # sentences, split sizes, planned ranges (SNR, reverb share, voices that exist
 # in espeak-ng's data), the 20-utterance plan being its prefix, another seed
 # giving another plan, and a plan written before the wide profile's columns
-# still being accepted for the same options and refused for others.
+# still being accepted for the same options and refused for others. With
+# --hold-out-voices: test-unseen has test's sentences in test's order, its
+# voices are in no other split, a larger plan extends it, and the wide
+# profile refuses the option.
 # Wide profile: a 24-utterance corpus in five splits (manifests, formats,
 # telephone and band-limited files without energy above their band, a
 # deleted telephone file made again bit for bit); on a larger plan: sizes,
@@ -147,6 +150,53 @@ if /usr/bin/python3 "$corpus_plan" plan "$work/old_plan" --utterances 20 --seed 
   fail "a plan without the new columns was accepted for another seed"
 fi
 grep -q "planned otherwise" "$work/old_plan.err" || fail "no 'planned otherwise' error"
+
+# Demo profile with --hold-out-voices: test-unseen speaks test's sentences,
+# in test's order, with voices no other split has, and leaves no trace in the
+# other splits' sizes; a larger plan extends it; the wide profile refuses it.
+held_options=(--utterances 10 --seed 7 --valid-fraction 0.1 --test-fraction 0.2 --hold-out-voices)
+bash "$make_corpus" --out "$work/held" "${held_options[@]}" --jobs 2 >"$work/held.log" ||
+  { cat "$work/held.log"; fail "make-corpus.sh --hold-out-voices exited non-zero"; }
+check_manifests "$work/held" train=7 valid=1 test=2 test-unseen=2
+cmp <(cut -f2 "$work/held/test.tsv") <(cut -f2 "$work/held/test-unseen.tsv") ||
+  fail "test-unseen's transcripts are not test's"
+held_big="$work/held_big"
+/usr/bin/python3 "$corpus_plan" plan "$held_big" --utterances 2000 --seed 7 \
+  --valid-fraction 0.1 --test-fraction 0.1 --hold-out-voices
+awk -F '\t' 'NR > 2 { count[$1]++ } END {
+  if (count["train"] != 1600 || count["valid"] != 200 || count["test"] != 200 ||
+      count["test-unseen"] != 200) {
+    print "FAIL: split sizes " count["train"] "/" count["valid"] "/" count["test"] "/" \
+      count["test-unseen"]; exit 1 } }' "$held_big/plan.tsv" || fail "held-out split sizes"
+for split in test test-unseen; do
+  awk -F '\t' -v s="$split" 'NR > 2 && $1 == s { print $4 }' "$held_big/plan.tsv" \
+    >"$work/held_$split.sentences"
+done
+cmp "$work/held_test.sentences" "$work/held_test-unseen.sentences" ||
+  fail "test-unseen's sentences are not test's, in test's order"
+# Base voices, variants and flite voices, each marked by kind.
+# held_voices 1: those of test-unseen; held_voices 0: those of every other split.
+held_voices() {
+  awk -F '\t' -v unseen="$1" 'NR > 2 && ($1 == "test-unseen") == unseen {
+    if ($5 == "flite") print "flite " $6
+    else { split($6, v, "+"); print "base " v[1]; print "variant " v[2] } }' \
+    "$held_big/plan.tsv" | sort -u
+}
+held_voices 1 >"$work/held_unseen.voices"
+held_voices 0 >"$work/held_seen.voices"
+shared=$(comm -12 "$work/held_seen.voices" "$work/held_unseen.voices")
+[[ -z "$shared" ]] || fail "held-out voices also in train, valid or test: $shared"
+grep -q '^flite ' "$work/held_unseen.voices" && grep -q '^base ' "$work/held_unseen.voices" ||
+  fail "test-unseen should have espeak-ng and flite voices: $(cat "$work/held_unseen.voices")"
+(($(grep -c '^variant ' "$work/held_seen.voices") >= 60)) || fail "fewer than 60 seen variants"
+/usr/bin/python3 "$corpus_plan" plan "$held_big" --utterances 2400 --seed 7 \
+  --valid-fraction 0.1 --test-fraction 0.1 --hold-out-voices ||
+  fail "a larger --hold-out-voices plan did not extend the smaller one"
+if /usr/bin/python3 "$corpus_plan" plan "$work/held_wide" --profile wide --utterances 20 \
+  --hold-out-voices 2>"$work/held_wide.err"; then
+  fail "the wide profile accepted --hold-out-voices"
+fi
+grep -q "for the demo profile" "$work/held_wide.err" || fail "no error naming the demo profile"
 
 # Wide profile: five splits, formats, channels, resume of a telephone file.
 wide_options=(--profile wide --utterances 12 --valid-utterances 3 --test-utterances 3 --seed 5
