@@ -3,17 +3,22 @@
 #   1. installs the dependencies (scripts/install-deps.sh) and builds the
 #      program, Release, CPU only, in build-demo/;
 #   2. generates about 4 hours of synthetic speech in data/corpus
-#      (scripts/make-corpus.sh; skipped when it is already there);
+#      (scripts/make-corpus.sh --hold-out-voices; skipped when it is already
+#      there): train, valid and test without one voice family (Scottish
+#      English), and test-unseen, test's sentences spoken by that family;
 #   3. trains the `small` Conformer-CTC (scripts/configs/small.yaml) on the CPU
 #      with two MPI ranks of one thread each, for a fixed number of steps
 #      (about 10 minutes on an idle 2-core machine), into runs/demo;
-#   4. evaluates the best checkpoint on the held-out test set: CER, WER and a
-#      few reference/hypothesis pairs, decoded greedily and then by beam search
-#      with a 3-gram language model of the training transcripts (its weight
-#      and word bonus chosen on the validation set, see docs/decoding.md);
+#   4. evaluates the best checkpoint on the test set (voices training heard)
+#      and on test-unseen (the same sentences, voices it did not): CER, WER
+#      and a few reference/hypothesis pairs, decoded greedily and then by beam
+#      search with a 3-gram language model of the training transcripts (its
+#      weight and word bonus chosen on the validation set, see
+#      docs/decoding.md);
 #   5. draws the training curves into runs/demo/metrics.png;
 #   6. writes the headline figures to runs/demo/results.json: CER and WER
-#      (percent) greedy and with beam search and the LM, the steps and the
+#      (percent) on seen and on unseen voices, greedy and with beam search and
+#      the LM, the steps and the
 #      wall time trained (metrics.jsonl's last line, resumed runs included),
 #      the commit (git rev-parse --short HEAD; "unknown" outside a checkout)
 #      and whether the tree differed from it (git status: tracked changes or
@@ -48,15 +53,7 @@ mpirun -np 2 --oversubscribe "$mpiasr" train scripts/configs/small.yaml \
   --output.dir="$out" --training.threads=1 --training.max_steps="$steps"
 train_seconds=$((SECONDS - train_start))
 
-stamp "evaluation on the test set ($corpus/test.tsv)"
-evaluate "$out" "$corpus/test.tsv" "$out/test"
-
-stamp "beam search with a 3-gram language model of the training transcripts"
-beam=16 lm_weight=0.3 word_bonus=1.5
-cut -f2 "$corpus/train.tsv" >"$out/train-transcripts.txt"
-"$mpiasr" lm "$out/train-transcripts.txt" --order 3 --out "$out/lm3.arpa"
-evaluate "$out" "$corpus/test.tsv" "$out/test-beam-lm" --decoder beam --beam "$beam" \
-  --lm "$out/lm3.arpa" --lm-weight "$lm_weight" --word-bonus "$word_bonus"
+evaluate_demo_test_sets "$out"
 
 stamp "metrics plot"
 scripts/plot-metrics "$out/metrics.jsonl" "$out/metrics.png"
@@ -69,10 +66,10 @@ if [[ $commit != unknown ]]; then
   if [[ -n $(git status --porcelain 2>/dev/null) ]]; then dirty=true; else dirty=false; fi
 fi
 cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
-/usr/bin/python3 - "$out" "$corpus/test.tsv" "$commit" "$dirty" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
-  "${cpu:-unknown}" "$beam" "$lm_weight" "$word_bonus" <<'EOF'
+/usr/bin/python3 - "$out" "$corpus" "$commit" "$dirty" "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
+  "${cpu:-unknown}" "$demo_beam" "$demo_lm_weight" "$demo_word_bonus" <<'EOF'
 import json, re, sys
-out, manifest, commit, dirty, date, cpu, beam, lm_weight, word_bonus = sys.argv[1:]
+out, corpus, commit, dirty, date, cpu, beam, lm_weight, word_bonus = sys.argv[1:]
 
 
 def scores(log):
@@ -86,17 +83,21 @@ def scores(log):
             int(decoded.group(1)) if decoded else None)
 
 
-greedy, utterances = scores(out + "/test-eval.log")
-beam_lm, _ = scores(out + "/test-beam-lm-eval.log")
-beam_lm.update(beam=int(beam), lm_order=3, lm_weight=float(lm_weight),
-               word_bonus=float(word_bonus))
+def test_set(name):
+    greedy, utterances = scores(f"{out}/{name}-eval.log")
+    beam_lm, _ = scores(f"{out}/{name}-beam-lm-eval.log")
+    beam_lm.update(beam=int(beam), lm_order=3, lm_weight=float(lm_weight),
+                   word_bonus=float(word_bonus))
+    return {"manifest": f"{corpus}/{name}.tsv", "utterances": utterances, "greedy": greedy,
+            "beam_lm": beam_lm}
+
+
 last = {}
 for line in open(out + "/metrics.jsonl"):
     if line.strip():
         last = json.loads(line)
 results = {
-    "test_manifest": manifest, "test_utterances": utterances,
-    "greedy": greedy, "beam_lm": beam_lm,
+    "seen_voices": test_set("test"), "unseen_voices": test_set("test-unseen"),
     "steps": last.get("step"), "train_wall_seconds": last.get("elapsed_s"),
     "commit": commit, "dirty": json.loads(dirty), "date": date, "cpu": cpu,
 }
@@ -107,9 +108,12 @@ EOF
 
 stamp "done"
 echo "training wall time: ${train_seconds}s; total: ${SECONDS}s"
-echo "greedy decoding:"
-grep -E '^(CER|WER) ' "$out/test-eval.log"
-echo "beam search with the 3-gram LM:"
-grep -E '^(CER|WER) ' "$out/test-beam-lm-eval.log"
-echo "per-utterance hypotheses: $out/test-hypotheses.tsv; checkpoints: $out/checkpoints"
+for test_set in test test-unseen; do
+  [[ $test_set == test ]] && voices="voices training heard" || voices="voices training did not hear"
+  echo "$test_set ($voices), greedy decoding:"
+  grep -E '^(CER|WER) ' "$out/$test_set-eval.log"
+  echo "$test_set ($voices), beam search with the 3-gram LM:"
+  grep -E '^(CER|WER) ' "$out/$test_set-beam-lm-eval.log"
+done
+echo "per-utterance hypotheses: $out/test{,-unseen}{,-beam-lm}-hypotheses.tsv; checkpoints: $out/checkpoints"
 echo "figures: $out/results.json (commit $commit)"

@@ -8,13 +8,22 @@
 #                              Release, CPU only, in build-demo/ (sets $mpiasr)
 #   demo_corpus                the demo's corpus in data/corpus (sets $corpus):
 #                              about 4 hours of speech, made once, the same bit
-#                              for bit on every machine
+#                              for bit on every machine; train, valid and test
+#                              without the held-out voice family, test-unseen
+#                              with test's sentences in that family's voices
 #   allow_mpirun_as_root       lets OpenMPI start as root (it refuses unless told)
 #   evaluate CKPT MANIFEST PREFIX [EVAL OPTION...]
 #                              CER and WER of a checkpoint on a manifest with two
 #                              ranks of one thread: PREFIX-eval.log (the eval
 #                              output) and PREFIX-hypotheses.tsv; the options
 #                              go to `mpiasr eval` (e.g. --decoder beam)
+#   evaluate_demo_test_sets RUN
+#                              the demo's evaluation of RUN's best checkpoint on
+#                              test and test-unseen of $corpus, greedy and by
+#                              beam search ($demo_beam) with a 3-gram LM of the
+#                              training transcripts (weight $demo_lm_weight, word
+#                              bonus $demo_word_bonus; docs/decoding.md):
+#                              RUN/{test,test-unseen}{,-beam-lm}-eval.log
 #   cer_of LOG                 the CER percentage of an eval log ("12.34")
 
 stamp() { printf '\n== %s (%ds)\n' "$1" "$SECONDS"; }
@@ -30,11 +39,17 @@ install_and_build() {
 
 demo_corpus() {
   corpus=data/corpus
-  if [[ -s $corpus/test.tsv ]]; then
+  if [[ -s $corpus/test-unseen.tsv ]]; then
     stamp "corpus: using $corpus"
+  elif [[ -s $corpus/test.tsv ]]; then
+    echo "error: $corpus was made without held-out voices (it has no test-unseen.tsv): an" \
+      "earlier demo's corpus, whose training speech has every voice; remove $corpus and run" \
+      "again to make the current one" >&2
+    exit 2
   else
     stamp "corpus: generating about 4 hours of speech into $corpus"
-    bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --jobs "$(nproc)"
+    bash scripts/make-corpus.sh --out "$corpus" --hours 4 --seed 1 --hold-out-voices \
+      --jobs "$(nproc)"
   fi
 }
 
@@ -50,3 +65,18 @@ evaluate() {
 }
 
 cer_of() { sed -n 's/^CER \([0-9.]*\)%.*/\1/p' "$1"; }
+
+demo_beam=16 demo_lm_weight=0.3 demo_word_bonus=1.5
+evaluate_demo_test_sets() {
+  local run="$1" test_set
+  cut -f2 "$corpus/train.tsv" >"$run/train-transcripts.txt"
+  "$mpiasr" lm "$run/train-transcripts.txt" --order 3 --out "$run/lm3.arpa"
+  for test_set in test test-unseen; do
+    stamp "evaluation on $corpus/$test_set.tsv, greedy"
+    evaluate "$run" "$corpus/$test_set.tsv" "$run/$test_set"
+    stamp "evaluation on $corpus/$test_set.tsv, beam search with the 3-gram LM"
+    evaluate "$run" "$corpus/$test_set.tsv" "$run/$test_set-beam-lm" --decoder beam \
+      --beam "$demo_beam" --lm "$run/lm3.arpa" --lm-weight "$demo_lm_weight" \
+      --word-bonus "$demo_word_bonus"
+  done
+}
