@@ -151,6 +151,18 @@ if /usr/bin/python3 "$corpus_plan" plan "$work/old_plan" --utterances 20 --seed 
 fi
 grep -q "planned otherwise" "$work/old_plan.err" || fail "no 'planned otherwise' error"
 
+# split_voices PLAN SPLIT...: the base voices, variants and flite voices that
+# speak in the SPLITs of PLAN, each marked by kind, one per line, sorted.
+split_voices() {
+  local plan="$1"
+  shift
+  awk -F '\t' -v splits="$*" 'BEGIN {
+    n = split(splits, names, " "); for (i = 1; i <= n; i++) wanted[names[i]] = 1 }
+    NR > 2 && ($1 in wanted) {
+    if ($5 == "flite") print "flite " $6
+    else { split($6, v, "+"); print "base " v[1]; print "variant " v[2] } }' "$plan" | sort -u
+}
+
 # Demo profile with --hold-out-voices: test-unseen speaks test's sentences,
 # in test's order, with voices no other split has, and leaves no trace in the
 # other splits' sizes; a larger plan extends it; the wide profile refuses it.
@@ -174,16 +186,8 @@ for split in test test-unseen; do
 done
 cmp "$work/held_test.sentences" "$work/held_test-unseen.sentences" ||
   fail "test-unseen's sentences are not test's, in test's order"
-# Base voices, variants and flite voices, each marked by kind.
-# held_voices 1: those of test-unseen; held_voices 0: those of every other split.
-held_voices() {
-  awk -F '\t' -v unseen="$1" 'NR > 2 && ($1 == "test-unseen") == unseen {
-    if ($5 == "flite") print "flite " $6
-    else { split($6, v, "+"); print "base " v[1]; print "variant " v[2] } }' \
-    "$held_big/plan.tsv" | sort -u
-}
-held_voices 1 >"$work/held_unseen.voices"
-held_voices 0 >"$work/held_seen.voices"
+split_voices "$held_big/plan.tsv" test-unseen >"$work/held_unseen.voices"
+split_voices "$held_big/plan.tsv" train valid test >"$work/held_seen.voices"
 shared=$(comm -12 "$work/held_seen.voices" "$work/held_unseen.voices")
 [[ -z "$shared" ]] || fail "held-out voices also in train, valid or test: $shared"
 grep -q '^flite ' "$work/held_unseen.voices" && grep -q '^base ' "$work/held_unseen.voices" ||
@@ -251,11 +255,7 @@ for split in "${wide_splits[@]}"; do
   [[ "$split" == train ]] || ((repeated == 0)) || fail "$repeated sentences twice in $split"
   awk -F '\t' -v s="$split" 'NR > 2 && $1 == s { print $4 }' "$wide_big/plan.tsv" | sort -u \
     >"$work/$split.sentences"
-  # Base voices, variants and flite voices, each marked by kind.
-  awk -F '\t' -v s="$split" 'NR > 2 && $1 == s {
-    if ($5 == "flite") print "flite " $6
-    else { split($6, v, "+"); print "base " v[1]; print "variant " v[2] } }' \
-    "$wide_big/plan.tsv" | sort -u >"$work/$split.voices"
+  split_voices "$wide_big/plan.tsv" "$split" >"$work/$split.voices"
 done
 for a in "${wide_splits[@]}"; do
   for b in "${wide_splits[@]}"; do
