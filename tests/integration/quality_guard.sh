@@ -17,8 +17,8 @@
 # from docs/training-quality.md, which shows how far they move when the
 # seed, and with it the batches and the initial weights, changes: the hour
 # corpus's 2.40 lies between the 5 seeds with the prior bias (2.08-2.21 at
-# step 150) and the 5 without it (2.44-2.90). About 14 minutes on 2 cores,
-# 6 of them making the corpora.
+# step 150) and the 5 without it (2.44-2.90). About 9 minutes on 2 cores,
+# 3-4 of them making the corpora.
 set -euo pipefail
 # shellcheck source=tests/integration/lib/train_runs.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
