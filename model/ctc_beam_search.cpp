@@ -52,8 +52,9 @@ constexpr uint64_t kNewPrefix = uint64_t(1) << 63;
 
 class Search {
  public:
-  Search(const std::vector<CtcToken>& tokens, const NgramLm* lm, const BeamSearchOptions& options)
-      : tokens_(tokens), lm_(lm), options_(options) {
+  Search(const std::vector<CtcToken>& tokens, const NgramLm* lm, const BeamSearchOptions& options,
+         const Lexicon* lexicon)
+      : tokens_(tokens), lm_(lm), options_(options), lexicon_(lexicon) {
     nodes_.emplace_back();
     if (lm_) nodes_[0].context = lm_->start_context();
   }
@@ -82,7 +83,7 @@ class Search {
         }
         // Extend with a new token.
         for (int32_t c = 1; c < V; ++c) {
-          if (y[c] < best - options_.token_prune) continue;
+          if (y[c] < best - options_.token_prune || !lexicon_allows(node, c)) continue;
           Candidate& next = extension_of(candidates, node, c);
           const bool repeat = c == last;
           next.scores.p_label = log_add(next.scores.p_label, (repeat ? s.p_blank : p_total) + y[c]);
@@ -110,12 +111,22 @@ class Search {
       }
     }
 
-    // Final candidates: the beam and the greedy labelling, each once.
+    // Final candidates: the beam and the greedy labelling, each once, as the lexicon allows.
     std::vector<int32_t> finals;
-    for (const auto& [node, s] : beam) finals.push_back(node);
+    for (const auto& [node, s] : beam) {
+      if (ends_whole_word(node)) finals.push_back(node);
+    }
     int32_t greedy = 0;
-    for (int32_t token : ctc_greedy_decode_one(logprobs, frames, V)) greedy = child(greedy, token);
-    if (std::find(finals.begin(), finals.end(), greedy) == finals.end()) finals.push_back(greedy);
+    bool greedy_in_lexicon = true;
+    for (int32_t token : ctc_greedy_decode_one(logprobs, frames, V)) {
+      greedy_in_lexicon = greedy_in_lexicon && lexicon_allows(greedy, token);
+      greedy = child(greedy, token);
+    }
+    greedy_in_lexicon = greedy_in_lexicon && ends_whole_word(greedy);
+    if ((greedy_in_lexicon || finals.empty()) &&
+        std::find(finals.begin(), finals.end(), greedy) == finals.end()) {
+      finals.push_back(greedy);
+    }
 
     std::vector<BeamHypothesis> hypotheses;
     for (int32_t node : finals) hypotheses.push_back(finish(node, logprobs, frames));
@@ -132,6 +143,21 @@ class Search {
 
   bool ends_word(int32_t token) const {
     return tokens_[size_t(token)].separates_words || tokens_[size_t(token)].starts_word;
+  }
+
+  // Whether the lexicon (if any) lets the node's prefix go on with the token.
+  bool lexicon_allows(int32_t node, int32_t token) const {
+    if (!lexicon_) return true;
+    const std::string& word = nodes_[size_t(node)].word;
+    const CtcToken& piece = tokens_[size_t(token)];
+    if (!ends_word(token)) return lexicon_->begins_word(word + piece.text);
+    return (word.empty() || lexicon_->contains(word)) && lexicon_->begins_word(piece.text);
+  }
+
+  // Whether the node's word in progress is empty or a whole word of the lexicon (if any).
+  bool ends_whole_word(int32_t node) const {
+    const std::string& word = nodes_[size_t(node)].word;
+    return !lexicon_ || word.empty() || lexicon_->contains(word);
   }
 
   // Completes the node's word in progress (once) and returns the node.
@@ -231,6 +257,7 @@ class Search {
   const std::vector<CtcToken>& tokens_;
   const NgramLm* lm_;
   const BeamSearchOptions& options_;
+  const Lexicon* lexicon_;
   std::vector<Node> nodes_;
   std::unordered_map<uint64_t, int32_t> children_;  // child_key -> node
 };
@@ -255,8 +282,8 @@ std::vector<std::string> ctc_words(const std::vector<CtcToken>& tokens,
 }
 
 CtcBeamSearch::CtcBeamSearch(std::vector<CtcToken> tokens, const NgramLm* lm,
-                             BeamSearchOptions options)
-    : tokens_(std::move(tokens)), lm_(lm), options_(options) {
+                             BeamSearchOptions options, const Lexicon* lexicon)
+    : tokens_(std::move(tokens)), lm_(lm), options_(options), lexicon_(lexicon) {
   if (options_.beam < 1)
     MPIASR_FAIL(ExitCode::kUsage, "beam width " << options_.beam << " must be >= 1");
   if (!(options_.token_prune > 0)) {
@@ -268,7 +295,7 @@ CtcBeamSearch::CtcBeamSearch(std::vector<CtcToken> tokens, const NgramLm* lm,
 
 std::vector<BeamHypothesis> CtcBeamSearch::search(const float* logprobs, int frames) const {
   MPIASR_CHECK(frames >= 0, "beam search over " << frames << " frames");
-  return Search(tokens_, lm_, options_).run(logprobs, frames);
+  return Search(tokens_, lm_, options_, lexicon_).run(logprobs, frames);
 }
 
 BeamHypothesis CtcBeamSearch::decode(const float* logprobs, int frames) const {

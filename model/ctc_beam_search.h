@@ -36,6 +36,16 @@
 // scores below greedy decoding, and with a beam wide enough to keep every
 // prefix it is the labelling of highest score.
 //
+// With a lexicon (model/lexicon.h) the search writes only its words: a new
+// token is not tried where the word in progress would then begin no word of
+// the lexicon, or where it ends a word (a separator, a word-start token) that
+// is not one of the lexicon's; the final candidates are the prefixes whose
+// last word is empty or whole, and the greedy labelling only when every word
+// of it is in the lexicon. Among the labellings whose words are all in the
+// lexicon, the result never scores below the greedy one (when it is among
+// them) and a wide enough beam finds the best. Where no prefix of the beam
+// ends on a whole word, the result is the greedy labelling, alone.
+//
 //   logprobs [frames, V] float, log-softmax outputs of one utterance
 #pragma once
 
@@ -44,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "model/lexicon.h"
 #include "model/ngram_lm.h"
 
 namespace mpiasr {
@@ -76,11 +87,14 @@ struct BeamHypothesis {
 
 class CtcBeamSearch {
  public:
-  // tokens[k] describes token id k; lm may be null. Both must outlive the search.
-  CtcBeamSearch(std::vector<CtcToken> tokens, const NgramLm* lm, BeamSearchOptions options);
+  // tokens[k] describes token id k; lm and lexicon may be null. Both must
+  // outlive the search.
+  CtcBeamSearch(std::vector<CtcToken> tokens, const NgramLm* lm, BeamSearchOptions options,
+                const Lexicon* lexicon = nullptr);
 
   // Every final candidate (the beam's prefixes and the greedy labelling,
-  // without duplicates), best score first. Thread-safe: searches share nothing mutable.
+  // without duplicates, as the lexicon allows), best score first.
+  // Thread-safe: searches share nothing mutable.
   std::vector<BeamHypothesis> search(const float* logprobs, int frames) const;
   // The best of search().
   BeamHypothesis decode(const float* logprobs, int frames) const;
@@ -95,6 +109,7 @@ class CtcBeamSearch {
   std::vector<CtcToken> tokens_;
   const NgramLm* lm_;
   BeamSearchOptions options_;
+  const Lexicon* lexicon_;
 };
 
 }  // namespace mpiasr

@@ -38,6 +38,9 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options) {
   command.add_option("--word-bonus", options.beam.word_bonus,
                      "score beta added per word, against the language model's bias towards "
                      "fewer words (default 0)");
+  command.add_option("--lexicon", options.lexicon_path,
+                     "word list, one word per line, for --decoder beam: the search writes only "
+                     "its words (default: any word)");
 }
 
 Decoder::Decoder(const DecodingOptions& options, const Tokenizer& tokenizer, std::ostream& log) {
@@ -45,17 +48,26 @@ Decoder::Decoder(const DecodingOptions& options, const Tokenizer& tokenizer, std
     if (!options.lm_path.empty()) {
       MPIASR_FAIL(ExitCode::kUsage, "--lm " << options.lm_path << " needs --decoder beam");
     }
+    if (!options.lexicon_path.empty()) {
+      MPIASR_FAIL(ExitCode::kUsage,
+                  "--lexicon " << options.lexicon_path << " needs --decoder beam");
+    }
     log << "decoder: greedy\n";
     return;
   }
   if (!options.lm_path.empty()) lm_ = NgramLm::read_arpa(options.lm_path);
-  search_.emplace(ctc_tokens(tokenizer), lm_ ? &*lm_ : nullptr, options.beam);
+  if (!options.lexicon_path.empty()) lexicon_ = Lexicon::read(options.lexicon_path);
+  search_.emplace(ctc_tokens(tokenizer), lm_ ? &*lm_ : nullptr, options.beam,
+                  lexicon_ ? &*lexicon_ : nullptr);
   log << "decoder: beam " << options.beam.beam;
   if (lm_) {
     log << ", language model " << options.lm_path << " (" << lm_->order() << "-gram, "
         << lm_->vocabulary_size() << " words), weight " << options.beam.lm_weight;
   }
-  log << ", word bonus " << options.beam.word_bonus << "\n";
+  log << ", word bonus " << options.beam.word_bonus;
+  if (lexicon_)
+    log << ", lexicon " << options.lexicon_path << " (" << lexicon_->size() << " words)";
+  log << "\n";
 }
 
 }  // namespace mpiasr

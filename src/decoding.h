@@ -1,9 +1,11 @@
 // How `mpiasr eval` and `mpiasr transcribe` turn log-probabilities into
 // tokens: greedy CTC decoding (model/ctc_decode.h), or the CTC prefix beam
-// search with an optional ARPA word language model (model/ctc_beam_search.h,
-// model/ngram_lm.h). The command-line options are the same for both commands:
+// search with an optional ARPA word language model and an optional lexicon
+// (model/ctc_beam_search.h, model/ngram_lm.h, model/lexicon.h). The
+// command-line options are the same for both commands:
 //
 //   --decoder greedy|beam   --beam N   --lm FILE.arpa   --lm-weight A   --word-bonus B
+//   --lexicon WORDS.txt
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -16,6 +18,7 @@
 
 #include "io/tokenizer.h"
 #include "model/ctc_beam_search.h"
+#include "model/lexicon.h"
 #include "model/ngram_lm.h"
 
 namespace mpiasr {
@@ -23,7 +26,8 @@ namespace mpiasr {
 struct DecodingOptions {
   std::string decoder = "greedy";  // greedy or beam
   BeamSearchOptions beam;
-  std::string lm_path;  // empty: no language model
+  std::string lm_path;       // empty: no language model
+  std::string lexicon_path;  // empty: any word
 };
 
 // The tokens of a tokenizer for the beam search: a piece " " separates words,
@@ -35,8 +39,8 @@ std::vector<CtcToken> ctc_tokens(const Tokenizer& tokenizer);
 void add_decoding_options(CLI::App& command, DecodingOptions& options);
 
 // The beam search the options ask for (null for greedy decoding), with its
-// language model. Throws Error(kUsage) for options that need the beam
-// (--lm, --beam ...) given with --decoder greedy.
+// language model and lexicon. Throws Error(kUsage) for options that need the
+// beam (--lm, --lexicon) given with --decoder greedy.
 class Decoder {
  public:
   Decoder(const DecodingOptions& options, const Tokenizer& tokenizer, std::ostream& log);
@@ -45,6 +49,7 @@ class Decoder {
 
  private:
   std::optional<NgramLm> lm_;
+  std::optional<Lexicon> lexicon_;
   std::optional<CtcBeamSearch> search_;
 };
 

@@ -1,8 +1,9 @@
 // CTC decoding speed on the CPU, utterances per second: the prefix beam
 // search (model/ctc_beam_search.h) over one utterance of 100 frames and 32
-// characters (blank, space, 30 letters) at beams 1, 4, 16 and 64, without and
-// with a 3-gram language model of 2000 words estimated here
-// (model/kneser_ney.h). The frames are peaky like a trained model's: a
+// characters (blank, space, 30 letters) at beams 1, 4, 16, 64 and 512,
+// without and with a 3-gram language model of 2000 words estimated here
+// (model/kneser_ney.h), and without and with those words as the lexicon
+// (model/lexicon.h). The frames are peaky like a trained model's: a
 // character every third frame, blank otherwise, the rest of the mass on a few
 // rivals.
 // Run: ./ctc_beam_search_bench  (one thread)
@@ -40,21 +41,21 @@ std::vector<float> peaky_logprobs(int T, int V, std::mt19937& rng) {
 
 void BM_CtcBeamSearch(benchmark::State& state) {
   const int T = 100, V = 32, beam = static_cast<int>(state.range(0));
-  const bool with_lm = state.range(1) != 0;
+  const bool with_lm = state.range(1) != 0, with_lexicon = state.range(2) != 0;
   std::mt19937 rng(1);
   // Tokens: blank, space, 30 letters.
   std::vector<mpiasr::CtcToken> tokens(V);
   tokens[1].separates_words = true;
   for (int k = 2; k < V; ++k)
     tokens[static_cast<size_t>(k)].text = std::string(1, char('a' + k - 2));
-  // A 3-gram of 2000 random words of 2-6 letters over 20000 sentences.
+  // 2000 random words of 2-6 letters; the 3-gram of them over 20000 sentences.
+  std::uniform_int_distribution<int> letter(0, 25), length(2, 6), words(3, 12);
+  std::vector<std::string> vocabulary(2000);
+  for (std::string& word : vocabulary) {
+    for (int i = length(rng); i > 0; --i) word += char('a' + letter(rng));
+  }
   std::optional<mpiasr::NgramLm> lm;
   if (with_lm) {
-    std::uniform_int_distribution<int> letter(0, 25), length(2, 6), words(3, 12);
-    std::vector<std::string> vocabulary(2000);
-    for (std::string& word : vocabulary) {
-      for (int i = length(rng); i > 0; --i) word += char('a' + letter(rng));
-    }
     std::uniform_int_distribution<size_t> pick(0, vocabulary.size() - 1);
     std::vector<std::vector<std::string>> corpus(20000);
     for (auto& sentence : corpus) {
@@ -67,15 +68,18 @@ void BM_CtcBeamSearch(benchmark::State& state) {
   }
   mpiasr::BeamSearchOptions options;
   options.beam = beam;
-  const mpiasr::CtcBeamSearch search(tokens, lm ? &*lm : nullptr, options);
+  std::optional<mpiasr::Lexicon> lexicon;
+  if (with_lexicon) lexicon = mpiasr::Lexicon::of_words(vocabulary);
+  const mpiasr::CtcBeamSearch search(tokens, lm ? &*lm : nullptr, options,
+                                     lexicon ? &*lexicon : nullptr);
   const std::vector<float> logprobs = peaky_logprobs(T, V, rng);
   for (auto _ : state) benchmark::DoNotOptimize(search.decode(logprobs.data(), T));
   state.counters["utt/s"] =
       benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CtcBeamSearch)
-    ->ArgsProduct({{1, 4, 16, 64}, {0, 1}})
-    ->ArgNames({"beam", "lm"})
+    ->ArgsProduct({{1, 4, 16, 64, 512}, {0, 1}, {0, 1}})
+    ->ArgNames({"beam", "lm", "lexicon"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -7,9 +7,10 @@
 # `mpiasr import` turns both into NeMo manifests that `tiny` trains (150
 # steps) and evaluates on. `mpiasr lm` makes a 3-gram from the training
 # transcripts; eval with --decoder beam --beam 1 writes the same hypotheses as
-# greedy decoding, and with --lm runs the beam search with the language model;
-# transcribe takes the same options. Bad input exits with the code of its kind
-# and names the culprit.
+# greedy decoding, with --lm runs the beam search with the language model,
+# and with --lexicon writes only the lexicon's words (those of the training
+# transcripts); transcribe takes the same options. Bad input exits with the
+# code of its kind and names the culprit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
 train_setup "$1" "$2" import_decode
@@ -126,6 +127,20 @@ expect_line "$work/beam_lm.log" '^WER [0-9.]+% ' "eval --lm"
 (($(wc -l <"$work/lm.tsv") == n + 1)) || fail "eval --lm wrote $(wc -l <"$work/lm.tsv") lines"
 grep -E '^(decoder|CER|WER)' "$work/greedy.log" "$work/beam_lm.log"
 
+# The beam search with a lexicon: the training transcripts' words; every
+# word of every hypothesis is one of them.
+tr ' ' '\n' <"$work/train.txt" | sort -u | sed '/^$/d' >"$work/lexicon.txt"
+run_ok "$work/beam_lexicon.log" "$mpiasr" "${eval_args[@]}" --decoder beam --beam 8 \
+  --lm "$work/lm.arpa" --lexicon "$work/lexicon.txt" --out "$work/lexicon.tsv"
+expect_line "$work/beam_lexicon.log" \
+  "^decoder: beam 8, .* lexicon .*lexicon.txt \($(wc -l <"$work/lexicon.txt") words\)$" "eval --lexicon"
+outside=$(tail -n +2 "$work/lexicon.tsv" | cut -f3 | tr ' ' '\n' | sed '/^$/d' |
+  grep -vxF -f "$work/lexicon.txt" | head -n 3 || true)
+[[ -z $outside ]] || fail "eval --lexicon wrote words outside the lexicon: $outside"
+(($(tail -n +2 "$work/lexicon.tsv" | cut -f3 | grep -c '[a-z]') > 0)) ||
+  fail "eval --lexicon: every hypothesis is empty"
+grep -E '^(decoder|CER|WER)' "$work/beam_lexicon.log"
+
 mapfile -t files < <(cut -f1 "$corpus/test.tsv" | sed "s|^|$corpus/|")
 "$mpiasr" transcribe --ckpt "$checkpoint" --decoder beam --lm "$work/lm.arpa" "${files[@]}" \
   >"$work/transcripts.tsv" 2>"$work/transcribe.log" || { cat "$work/transcribe.log"; fail "transcribe"; }
@@ -135,4 +150,10 @@ exits_with "$work/greedy_lm.log" 2 "--lm .* needs --decoder beam" \
   "$mpiasr" "${eval_args[@]}" --lm "$work/lm.arpa"
 exits_with "$work/no_lm.log" 3 "nowhere.arpa': cannot open" \
   "$mpiasr" transcribe --ckpt "$checkpoint" --decoder beam --lm "$work/nowhere.arpa" "${files[0]}"
+exits_with "$work/greedy_lexicon.log" 2 "--lexicon .* needs --decoder beam" \
+  "$mpiasr" "${eval_args[@]}" --lexicon "$work/lexicon.txt"
+printf 'one\ntwo words\n' >"$work/bad_lexicon.txt"
+exits_with "$work/bad_lexicon.log" 3 "bad_lexicon.txt:2: 'two words' is not one word" \
+  "$mpiasr" transcribe --ckpt "$checkpoint" --decoder beam --lexicon "$work/bad_lexicon.txt" \
+  "${files[0]}"
 echo "import, lm, beam decoding and --version: ok"

@@ -7,7 +7,9 @@
 // On random log-prob matrices: a beam of 1 without a language model is greedy
 // decoding; the beam never scores below greedy under its own objective; a
 // beam wide enough to keep every prefix finds the best labelling, for
-// character and sentencepiece-style tokens, with and without a language model.
+// character and sentencepiece-style tokens, with and without a language model;
+// with a lexicon, the same among the labellings whose words are all in it,
+// and a narrow beam writes only its words or falls back to greedy decoding.
 #include "model/ctc_beam_search.h"
 
 #include <gtest/gtest.h>
@@ -163,17 +165,23 @@ TEST(CtcBeamSearch, NeverScoresBelowGreedy) {
   }
 }
 
+// A beam that keeps every prefix and tries every token.
+BeamSearchOptions wide_beam(bool with_lm) {
+  BeamSearchOptions options;
+  options.beam = 100000;
+  options.token_prune = std::numeric_limits<double>::infinity();
+  options.lm_weight = 0.6;
+  options.word_bonus = with_lm ? 0.7 : -0.3;
+  return options;
+}
+
 TEST(CtcBeamSearch, WideBeamFindsTheBestLabellingByBruteForce) {
   std::mt19937 rng(9);
   const NgramLm lm = small_lm();
   for (const bool with_lm : {false, true}) {
     for (const std::vector<CtcToken>& tokens : {char_tokens(), piece_tokens()}) {
       const int V = int(tokens.size());
-      BeamSearchOptions options;
-      options.beam = 100000;
-      options.token_prune = std::numeric_limits<double>::infinity();
-      options.lm_weight = 0.6;
-      options.word_bonus = with_lm ? 0.7 : -0.3;
+      const BeamSearchOptions options = wide_beam(with_lm);
       const CtcBeamSearch search(tokens, with_lm ? &lm : nullptr, options);
       for (int trial = 0; trial < 25; ++trial) {
         const int T = 1 + int(rng() % 7);
@@ -193,6 +201,75 @@ TEST(CtcBeamSearch, WideBeamFindsTheBestLabellingByBruteForce) {
         EXPECT_EQ(best.words, words_of(tokens, best.tokens));
       }
     }
+  }
+}
+
+bool all_in(const Lexicon& lexicon, const std::vector<std::string>& words) {
+  return std::all_of(words.begin(), words.end(),
+                     [&](const std::string& w) { return lexicon.contains(w); });
+}
+
+TEST(CtcBeamSearch, WideBeamWithLexiconFindsTheBestLexiconLabellingByBruteForce) {
+  std::mt19937 rng(13);
+  const NgramLm lm = small_lm();
+  const Lexicon lexicon = Lexicon::of_words({"ab", "ba", "b", "aab"});
+  for (const bool with_lm : {false, true}) {
+    for (const std::vector<CtcToken>& tokens : {char_tokens(), piece_tokens()}) {
+      const int V = int(tokens.size());
+      const BeamSearchOptions options = wide_beam(with_lm);
+      const CtcBeamSearch search(tokens, with_lm ? &lm : nullptr, options, &lexicon);
+      int differs_from_unconstrained = 0;
+      for (int trial = 0; trial < 25; ++trial) {
+        const int T = 1 + int(rng() % 7);
+        const std::vector<float> lp = random_logprobs(rng, T, V, 1.0);
+        std::vector<int32_t> best_labelling, best_any;
+        double best_score = -1e300, best_any_score = -1e300;
+        for (const auto& [labelling, ctc] : all_labellings(lp, T, V)) {
+          const double score = objective(tokens, with_lm ? &lm : nullptr, options, labelling, ctc);
+          if (score > best_any_score) {
+            best_any_score = score;
+            best_any = labelling;
+          }
+          if (score > best_score && all_in(lexicon, words_of(tokens, labelling))) {
+            best_score = score;
+            best_labelling = labelling;
+          }
+        }
+        const BeamHypothesis best = search.decode(lp.data(), T);
+        EXPECT_EQ(best.tokens, best_labelling) << "trial " << trial << ", T " << T;
+        EXPECT_NEAR(best.score, best_score, 1e-4) << "trial " << trial;
+        differs_from_unconstrained += best_any != best_labelling;
+      }
+      EXPECT_GT(differs_from_unconstrained, 0) << "the lexicon should change some choices";
+    }
+  }
+}
+
+TEST(CtcBeamSearch, NarrowBeamWithLexiconWritesItsWordsOrFallsBackToGreedy) {
+  std::mt19937 rng(17);
+  const Lexicon lexicon = Lexicon::of_words({"ab", "ba", "b", "aab"});
+  for (const std::vector<CtcToken>& tokens : {char_tokens(), piece_tokens()}) {
+    const int V = int(tokens.size());
+    BeamSearchOptions options;
+    options.beam = 2;
+    const CtcBeamSearch search(tokens, nullptr, options, &lexicon);
+    int fallbacks = 0, in_lexicon = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      const int T = 1 + int(rng() % 30);
+      const std::vector<float> lp = random_logprobs(rng, T, V, 2.0);
+      const std::vector<BeamHypothesis> finals = search.search(lp.data(), T);
+      const std::vector<int32_t> greedy = ctc_greedy_decode_one(lp.data(), T, V);
+      if (all_in(lexicon, finals.front().words)) {
+        ++in_lexicon;
+        for (const BeamHypothesis& h : finals) EXPECT_TRUE(all_in(lexicon, h.words));
+      } else {
+        ++fallbacks;
+        ASSERT_EQ(finals.size(), 1u) << "trial " << trial;
+        EXPECT_EQ(finals.front().tokens, greedy) << "trial " << trial;
+      }
+    }
+    EXPECT_GT(in_lexicon, 0);
+    EXPECT_GT(fallbacks, 0) << "a beam of 2 should sometimes end mid-word";
   }
 }
 
