@@ -17,6 +17,10 @@
 #                              ranks of one thread: PREFIX-eval.log (the eval
 #                              output) and PREFIX-hypotheses.tsv; the options
 #                              go to `mpiasr eval` (e.g. --decoder beam)
+#   train_lm RUN               a 3-gram LM of the training transcripts of
+#                              $corpus: RUN/lm3.arpa
+#   word_list_lexicon RUN      the system word list (wamerican), lower-cased, the
+#                              words of [a-z'] only: RUN/lexicon.txt
 #   evaluate_demo_test_sets RUN
 #                              the demo's evaluation of RUN's best checkpoint on
 #                              test and test-unseen of $corpus, greedy and by
@@ -66,11 +70,20 @@ evaluate() {
 
 cer_of() { sed -n 's/^CER \([0-9.]*\)%.*/\1/p' "$1"; }
 
+train_lm() {
+  cut -f2 "$corpus/train.tsv" >"$1/train-transcripts.txt"
+  "$mpiasr" lm "$1/train-transcripts.txt" --order 3 --out "$1/lm3.arpa"
+}
+
+word_list_lexicon() {
+  tr '[:upper:]' '[:lower:]' </usr/share/dict/american-english | grep -x "[a-z']*" |
+    LC_ALL=C sort -u >"$1/lexicon.txt"
+}
+
 demo_beam=16 demo_lm_weight=0.3 demo_word_bonus=1.5
 evaluate_demo_test_sets() {
   local run="$1" test_set
-  cut -f2 "$corpus/train.tsv" >"$run/train-transcripts.txt"
-  "$mpiasr" lm "$run/train-transcripts.txt" --order 3 --out "$run/lm3.arpa"
+  train_lm "$run"
   for test_set in test test-unseen; do
     stamp "evaluation on $corpus/$test_set.tsv, greedy"
     evaluate "$run" "$corpus/$test_set.tsv" "$run/$test_set"

@@ -11,7 +11,9 @@
 #      progress, a last validation and a checkpoint follow), validating on
 #      valid-unseen, into runs/cpu-1h;
 #   5. evaluates the best checkpoint (by valid-unseen CER) on test-seen and
-#      test-unseen, separately;
+#      test-unseen, separately: greedy decoding, and the beam search (beam
+#      512) with a 3-gram LM of the training transcripts (weight 0.5, word
+#      bonus 2) and the system word list as its lexicon (docs/decoding.md);
 #   6. draws valid-unseen CER against wall-clock minutes (cer-minutes.png) and
 #      the usual curves against steps (metrics.png), and writes summary.txt
 #      with the times, the commit, the CPU and a results row for the table
@@ -100,9 +102,14 @@ mpirun -np 2 --oversubscribe "$mpiasr" train "$config" --training.threads=1 "${d
   "${overrides[@]}"
 train_seconds=$((SECONDS - train_start))
 
+train_lm "$run"
+word_list_lexicon "$run"
 for split in test-seen test-unseen; do
-  stamp "evaluation of the best checkpoint on $split"
+  stamp "evaluation of the best checkpoint on $split, greedy"
   evaluate "$run" "$corpus/$split.tsv" "$run/$split"
+  stamp "evaluation of the best checkpoint on $split, beam search with the LM and the lexicon"
+  evaluate "$run" "$corpus/$split.tsv" "$run/$split-lexicon" --decoder beam --beam 512 \
+    --lm "$run/lm3.arpa" --lm-weight 0.5 --word-bonus 2 --lexicon "$run/lexicon.txt"
 done
 
 stamp "plots"
@@ -132,9 +139,14 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "valid-unseen CER (best checkpoint): $valid_cer%"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-eval.log" | tr '\n' ' ')"
+  echo "beam search, LM and lexicon:"
+  echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-lexicon-eval.log" | tr '\n' ' ')"
+  echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-lexicon-eval.log" | tr '\n' ' ')"
   echo "| setting | commit | steps | minutes | valid-unseen CER | test-seen CER | test-unseen CER |"
   echo "| $name | \`$commit\` | $steps | $train_minutes | $valid_cer% |" \
     "$(cer_of "$run/test-seen-eval.log")% | $(cer_of "$run/test-unseen-eval.log")% |"
+  echo "| $name, beam + LM + lexicon | \`$commit\` | $steps | $train_minutes | - |" \
+    "$(cer_of "$run/test-seen-lexicon-eval.log")% | $(cer_of "$run/test-unseen-lexicon-eval.log")% |"
 } >"$run/summary.txt"
 stamp "done"
 cat "$run/summary.txt"
