@@ -76,8 +76,8 @@ train_lm() {
 }
 
 word_list_lexicon() {
-  tr '[:upper:]' '[:lower:]' </usr/share/dict/american-english | grep -x "[a-z']*" |
-    LC_ALL=C sort -u >"$1/lexicon.txt"
+  LC_ALL=C tr '[:upper:]' '[:lower:]' </usr/share/dict/american-english |
+    LC_ALL=C grep -x "[a-z']*" | LC_ALL=C sort -u >"$1/lexicon.txt"
 }
 
 demo_beam=16 demo_lm_weight=0.3 demo_word_bonus=1.5
