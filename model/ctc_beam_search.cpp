@@ -151,7 +151,7 @@ class Search {
     const std::string& word = nodes_[size_t(node)].word;
     const CtcToken& piece = tokens_[size_t(token)];
     if (!ends_word(token)) return lexicon_->begins_word(word + piece.text);
-    return (word.empty() || lexicon_->contains(word)) && lexicon_->begins_word(piece.text);
+    return ends_whole_word(node) && lexicon_->begins_word(piece.text);
   }
 
   // Whether the node's word in progress is empty or a whole word of the lexicon (if any).
