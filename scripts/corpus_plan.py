@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Plans a synthetic speech corpus and writes its manifests; called by make-corpus.sh.
 
-  corpus_plan.py plan DIR [options]   writes DIR/plan.tsv: one line per utterance
+  corpus_plan.py plan DIR [options]   writes DIR/plan.tsv: one line per utterance, and
+                                      DIR/lm-text.txt: the pool's sentences that no valid
+                                      or test split has, the text an LM may learn from
   corpus_plan.py finish DIR           writes DIR/SPLIT.tsv for every split of the plan from
                                       the audio present, and prints (and writes to
                                       DIR/stats.txt) hours, durations and variety per split
@@ -435,6 +437,20 @@ def plan(args):
     with open(plan_path + ".tmp", "w", encoding="utf-8") as f:
         f.write(text)
     os.replace(plan_path + ".tmp", plan_path)
+    write_lm_text(args.dir, sentences, planned)
+
+
+def write_lm_text(directory, sentences, planned):
+    """DIR/lm-text.txt: every sentence of the pool that no valid or test split
+    speaks, sorted, one a line: the text a language model may learn from
+    (LibriSpeech's LM corpus is the same: its books less those of dev and test).
+    Train speaks only some of them; the rest is text of the same sources."""
+    held = {u["sentence"] for split, utterances in planned.items() if split != "train"
+            for u in utterances}
+    lm_path = os.path.join(directory, "lm-text.txt")
+    with open(lm_path + ".tmp", "w", encoding="utf-8") as f:
+        f.writelines(sentence + "\n" for sentence in sorted(set(sentences) - held))
+    os.replace(lm_path + ".tmp", lm_path)
 
 
 def parse_plan(plan_path, text, fill_defaults=True):

@@ -17,8 +17,9 @@
 #                              ranks of one thread: PREFIX-eval.log (the eval
 #                              output) and PREFIX-hypotheses.tsv; the options
 #                              go to `mpiasr eval` (e.g. --decoder beam)
-#   train_lm RUN               a 3-gram LM of the training transcripts of
-#                              $corpus: RUN/lm3.arpa
+#   train_lm RUN [TEXT]        a 3-gram LM of TEXT (one sentence a line; by
+#                              default the training transcripts of $corpus):
+#                              RUN/lm3.arpa
 #   word_list_lexicon RUN      the system word list (wamerican), lower-cased, the
 #                              words of [a-z'] only: RUN/lexicon.txt
 #   evaluate_demo_test_sets RUN
@@ -71,8 +72,9 @@ evaluate() {
 cer_of() { sed -n 's/^CER \([0-9.]*\)%.*/\1/p' "$1"; }
 
 train_lm() {
-  cut -f2 "$corpus/train.tsv" >"$1/train-transcripts.txt"
-  "$mpiasr" lm "$1/train-transcripts.txt" --order 3 --out "$1/lm3.arpa"
+  local text="${2:-$1/train-transcripts.txt}"
+  [[ $# -ge 2 ]] || cut -f2 "$corpus/train.tsv" >"$text"
+  "$mpiasr" lm "$text" --order 3 --out "$1/lm3.arpa"
 }
 
 word_list_lexicon() {

@@ -264,6 +264,17 @@ for a in "${wide_splits[@]}"; do
     ((shared == 0)) || fail "$shared sentences in both $a and $b"
   done
 done
+# lm-text.txt: every sentence train speaks, none that a valid or test split
+# speaks, and the rest of the pool (far more than the 3,000 of train).
+LC_ALL=C sort -cu "$wide_big/lm-text.txt" || fail "lm-text.txt is not sorted, once each"
+sort -u "$wide_big/lm-text.txt" >"$work/lm.sentences"
+missing=$(comm -23 "$work/train.sentences" "$work/lm.sentences" | wc -l)
+((missing == 0)) || fail "$missing train sentences not in lm-text.txt"
+for split in valid-seen test-seen valid-unseen test-unseen; do
+  shared=$(comm -12 "$work/$split.sentences" "$work/lm.sentences" | wc -l)
+  ((shared == 0)) || fail "$shared sentences of $split in lm-text.txt"
+done
+(($(wc -l <"$wide_big/lm-text.txt") > 100000)) || fail "lm-text.txt has too few sentences"
 sort -u "$work"/{train,valid-seen,test-seen}.voices >"$work/seen.voices"
 sort -u "$work"/{valid-unseen,test-unseen}.voices >"$work/unseen.voices"
 shared=$(comm -12 "$work/seen.voices" "$work/unseen.voices")
