@@ -72,8 +72,12 @@ evaluate() {
 cer_of() { sed -n 's/^CER \([0-9.]*\)%.*/\1/p' "$1"; }
 
 train_lm() {
-  local text="${2:-$1/train-transcripts.txt}"
-  [[ $# -ge 2 ]] || cut -f2 "$corpus/train.tsv" >"$text"
+  local text="$1/train-transcripts.txt"
+  if (($# >= 2)); then
+    text="$2"
+  else
+    cut -f2 "$corpus/train.tsv" >"$text"
+  fi
   "$mpiasr" lm "$text" --order 3 --out "$1/lm3.arpa"
 }
 
