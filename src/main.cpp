@@ -118,7 +118,8 @@ int main(int argc, char** argv) {
   const std::vector<mpiasr::Command> commands = {
       mpiasr::add_import_command(app),     mpiasr::add_prepare_command(app),
       mpiasr::add_train_command(app),      mpiasr::add_eval_command(app),
-      mpiasr::add_transcribe_command(app), mpiasr::add_lm_command(app)};
+      mpiasr::add_transcribe_command(app), mpiasr::add_lm_command(app),
+      mpiasr::add_average_command(app)};
   // CLI11 calls an unknown first word a missing subcommand; name it instead.
   std::vector<std::string> names;
   std::string listed;

@@ -47,7 +47,7 @@ PYTHON
 # Unknown command: named, with the nearest one.
 expect_exit 2 unknown_command "$mpiasr" trian "$tiny"
 expect_line "$work/unknown_command.log" \
-  "^mpiasr: error: unknown command 'trian'; did you mean 'train'\? \(commands: import, prepare, train, eval, transcribe, lm\)$" \
+  "^mpiasr: error: unknown command 'trian'; did you mean 'train'\? \(commands: import, prepare, train, eval, transcribe, lm, average\)$" \
   "unknown command"
 
 # Thread counts: bounded by the cores this process may use, never negative

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# The corpus importers, `mpiasr lm`, beam-search decoding and --version from
+# The corpus importers, `mpiasr lm`, `mpiasr average`, beam-search decoding and --version from
 # the command line. Usage: bash import_decode.sh BUILD_DIR SOURCE_DIR
 #
 # The 60-utterance corpus of train_e2e.sh is laid out as LibriSpeech (FLAC by
 # sox, upper-case transcripts) and as a Kaldi data directory with segments;
 # `mpiasr import` turns both into NeMo manifests that `tiny` trains (150
-# steps) and evaluates on. `mpiasr lm` makes a 3-gram from the training
+# steps) and evaluates on; `mpiasr average` averages two of its checkpoints. `mpiasr lm` makes a 3-gram from the training
 # transcripts; eval with --decoder beam --beam 1 writes the same hypotheses as
 # greedy decoding, with --lm runs the beam search with the language model,
 # and with --lexicon writes only the lexicon's words (those of the training
@@ -98,6 +98,43 @@ run_ok "$work/train.log" "$mpiasr" train "$tiny" --data.train_manifest="$work/tr
   --training.max_steps=150 --training.epochs=1000 --optimizer.lr=3e-3 \
   --validation.every_steps=150 --checkpoint.every_steps=150
 checkpoint="$work/run/checkpoints/step-00000150"
+
+# `mpiasr average` of the last two checkpoints (the end of the last epoch
+# and step 150): every weight is the mean of the two,
+# as a second reader of the safetensors files (Python's struct) computes it,
+# and eval takes the output folder. An --out that holds files is refused.
+previous=$(find "$work/run/checkpoints" -maxdepth 1 -name 'step-*' | sort | tail -n 2 | head -n 1)
+run_ok "$work/average.log" "$mpiasr" average "$previous" "$checkpoint" \
+  --out "$work/averaged"
+expect_line "$work/average.log" "^averaged 2 checkpoints \(steps \[$((10#${previous##*step-})),150\]\) into .*step-00000150$" \
+  "average"
+python3 - "$previous" "$checkpoint" "$work/averaged/step-00000150" <<'PY' ||
+import json, struct, sys
+
+def tensors(folder):
+    data = open(folder + "/model.safetensors", "rb").read()
+    size = struct.unpack("<Q", data[:8])[0]
+    header = json.loads(data[8:8 + size])
+    header.pop("__metadata__")
+    return {name: (t["shape"], struct.unpack("<%df" % ((t["data_offsets"][1] - t["data_offsets"][0]) // 4),
+                   data[8 + size + t["data_offsets"][0]:8 + size + t["data_offsets"][1]]))
+            for name, t in header.items()}
+
+a, b, mean = (tensors(folder) for folder in sys.argv[1:])
+assert a.keys() == b.keys() == mean.keys() and len(a) > 10, "tensor names differ"
+for name, (shape, values) in mean.items():
+    assert shape == a[name][0], name
+    want = [struct.unpack("<f", struct.pack("<f", (x + y) / 2))[0] for x, y in zip(a[name][1], b[name][1])]
+    assert list(values) == want, "tensor %s is not the mean of the two" % name
+assert a["ctc_head.weight"][1] != b["ctc_head.weight"][1], "the two checkpoints are the same"
+print("averaged weights: %d tensors, each the mean of the two checkpoints" % len(mean))
+PY
+  fail "the averaged checkpoint's weights are not the mean of its inputs"
+run_ok "$work/eval_averaged.log" "$mpiasr" eval --ckpt "$work/averaged" --manifest "$work/valid.jsonl" \
+  --threads 1
+expect_line "$work/eval_averaged.log" '^CER [0-9.]+% ' "eval of the averaged checkpoint"
+exits_with "$work/average_again.log" 2 "exists and is not an empty folder" \
+  "$mpiasr" average "$previous" "$checkpoint" --out "$work/averaged"
 
 # A 3-gram language model from the training transcripts.
 cut -f2 "$corpus/train.tsv" >"$work/train.txt"
