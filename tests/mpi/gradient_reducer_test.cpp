@@ -338,8 +338,11 @@ TEST(GradientReducer, TimelineOfAStep) {
 
 // While finish() waits for a rank that is late to mark its layers, the
 // communication thread polls with sleeps between: it must not spin. Rank 0
-// waits about 0.4 s; a spinning thread would use about that much CPU time, a
-// polling one a few milliseconds.
+// waits about 0.4 s; a spinning thread would use about that much CPU time.
+// The polls, up to 50 us apart, each with its wake-up and MPI_Testsome, cost
+// 0.086-0.089 s of it over shared memory and 0.101 s over TCP between the
+// emulated nodes (2-vCPU AMD EPYC, 2026-12-07): a quarter of the wait, so the
+// bound is half of it, twice that and half a spin's.
 TEST(GradientReducer, WaitingForALateRankDoesNotSpin) {
   Context ctx = test_context();
   if (ctx.world_size() < 2) GTEST_SKIP() << "needs two ranks";
@@ -357,7 +360,7 @@ TEST(GradientReducer, WaitingForALateRankDoesNotSpin) {
   expect_equal(grads, expected, "late rank");
   if (ctx.world_rank() == 0) {
     ASSERT_GT(reducer.last_wait_seconds(), 0.2);
-    EXPECT_LT(reducer.last_comm_cpu_seconds(), 0.25 * reducer.last_wait_seconds())
+    EXPECT_LT(reducer.last_comm_cpu_seconds(), 0.5 * reducer.last_wait_seconds())
         << "the communication thread used " << reducer.last_comm_cpu_seconds()
         << " s of CPU while finish() waited " << reducer.last_wait_seconds() << " s";
   }
