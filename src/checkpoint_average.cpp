@@ -2,6 +2,7 @@
 #include "src/checkpoint_average.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "io/safetensors.h"
@@ -37,8 +38,9 @@ CheckpointFiles average_checkpoints(const std::vector<CheckpointLocation>& check
   std::map<std::string, std::vector<double>> sums;
   nlohmann::json steps = nlohmann::json::array();
   for (const CheckpointLocation& where : sorted) {
-    const CheckpointFiles files =
-        where.step == newest.step ? result : read_checkpoint(where.root, where.step);
+    std::optional<CheckpointFiles> older;
+    const CheckpointFiles& files =
+        where.step == newest.step ? result : older.emplace(read_checkpoint(where.root, where.step));
     const std::string source = where.dir + "/" + kModelFile;
     const SafetensorsView model = parse_safetensors(files.files.at(kModelFile), source);
     const auto differ = [&](const std::string& what) {
