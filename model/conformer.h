@@ -97,10 +97,19 @@ class Conformer {
       const BatchView& batch, double loss_divisor, float loss_scale, bool zero_infinity,
       uint64_t dropout_seed, const std::function<void(size_t, size_t)>& on_grads_ready = {});
 
-  // Inference (no dropout): log-probs [B, T2, V] as host floats and the
-  // output lengths L2 [B].
+  // Inference (no dropout): log-probs [B, T2, V] as host floats (or doubles)
+  // and the output lengths L2 [B].
   void infer(const BatchView& batch, std::vector<float>& logprobs,
              std::vector<int32_t>& out_lengths);
+  void infer(const BatchView& batch, std::vector<double>& logprobs,
+             std::vector<int32_t>& out_lengths);
+  // Backward after an infer, for an objective of its outputs: weight
+  // gradients ACCUMULATE into params().grad as the chain rule gives them from
+  // dlogits, the objective's gradient with respect to the logits (host,
+  // [B, T2, V] of that infer; padding frames must be 0). The batch the infer
+  // read must still be alive. Test-time adaptation uses it
+  // (src/test_time_adaptation.h).
+  void backward_from_logits(const double* dlogits);
 
   int output_frames(int input_frames) const { return subsampled_frames(input_frames); }
 
@@ -120,6 +129,13 @@ class Conformer {
   // Runs subsampling, blocks and head; leaves the logits in the arena and
   // returns the encoder output (the head's input).
   const Act* forward(LayerContext<Act, Acc>& ctx, const BatchView& batch);
+  // The backward of the last forward from the logits' gradient in dlogits_:
+  // head, blocks, subsampling, each layer's range handed to on_grads_ready.
+  void backward(LayerContext<Act, Acc>& ctx, const Act* encoded, int input_frames,
+                const std::function<void(size_t, size_t)>& on_grads_ready);
+  template <typename Host>
+  void infer_to_host(const BatchView& batch, std::vector<Host>& logprobs,
+                     std::vector<int32_t>& out_lengths);
 
   Backend<Act, Acc>& backend_;
   ConformerConfig config_;
@@ -139,6 +155,8 @@ class Conformer {
   std::vector<int> infeasible_;           // of the last forward_backward
   std::vector<const Act*> block_inputs_;  // x0 of each block in the last forward
   int last_batch_ = 0, last_frames_ = 0;  // B and T2 of the last forward
+  int last_input_frames_ = 0;             // T of the last forward
+  const Act* last_encoded_ = nullptr;     // the head's input in the last forward
 };
 
 extern template class Conformer<float, float>;

@@ -131,7 +131,30 @@ const Act* Conformer<Act, Acc>::forward(LayerContext<Act, Acc>& ctx, const Batch
   head_.forward(ctx, arena_.get(logits_), x, ctx.rows());
   backend_.log_softmax_forward(arena_.get(logprobs_), arena_.get(logits_), ctx.rows(),
                                config_.vocab_size);
+  last_input_frames_ = batch.max_frames;
+  last_encoded_ = x;
   return x;
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::backward(LayerContext<Act, Acc>& ctx, const Act* encoded,
+                                   int input_frames,
+                                   const std::function<void(size_t, size_t)>& on_grads_ready) {
+  auto ready = [&](int first, int last) {
+    if (!on_grads_ready || first == last) return;
+    auto [offset, count] = params_.range(first, last);
+    on_grads_ready(offset, count);
+  };
+  Act* d_out = arena_.get(grad_a_);
+  Act* d_in = arena_.get(grad_b_);
+  head_.backward(ctx, d_out, arena_.get(dlogits_), encoded, ctx.rows());
+  ready(head_.weight_index(), head_.bias_index() + 1);
+  for (int i = int(blocks_.size()) - 1; i >= 0; --i) {
+    blocks_[size_t(i)].backward(ctx, block_inputs_[size_t(i)], d_out, d_in);
+    std::swap(d_out, d_in);
+    ready(blocks_[size_t(i)].first_parameter(), blocks_[size_t(i)].last_parameter());
+  }
+  subsampling_.backward(ctx, d_out, input_frames, ready);
 }
 
 template <typename Act, typename Acc>
@@ -194,45 +217,59 @@ void Conformer<Act, Acc>::forward_backward(
 
   LayerContext<Act, Acc> ctx = context(B, T2, config_.dropout, dropout_seed);
   const Act* encoded = forward(ctx, batch);
-  Act* dlogits = arena_.get(dlogits_);
-  backend_.ctc_loss(arena_.get(losses_), dlogits, arena_.get(logprobs_), batch.targets.data(),
-                    batch.target_lengths.data(), out_lengths_.data(), grad_scale_.data(),
-                    loss_scale, loss_sum, B, T2, V);
-
-  auto ready = [&](int first, int last) {
-    if (!on_grads_ready || first == last) return;
-    auto [offset, count] = params_.range(first, last);
-    on_grads_ready(offset, count);
-  };
-  Act* d_out = arena_.get(grad_a_);
-  Act* d_in = arena_.get(grad_b_);
-  head_.backward(ctx, d_out, dlogits, encoded, ctx.rows());
-  ready(head_.weight_index(), head_.bias_index() + 1);
-  for (int i = int(blocks_.size()) - 1; i >= 0; --i) {
-    blocks_[size_t(i)].backward(ctx, block_inputs_[size_t(i)], d_out, d_in);
-    std::swap(d_out, d_in);
-    ready(blocks_[size_t(i)].first_parameter(), blocks_[size_t(i)].last_parameter());
-  }
-  subsampling_.backward(ctx, d_out, batch.max_frames, ready);
+  backend_.ctc_loss(arena_.get(losses_), arena_.get(dlogits_), arena_.get(logprobs_),
+                    batch.targets.data(), batch.target_lengths.data(), out_lengths_.data(),
+                    grad_scale_.data(), loss_scale, loss_sum, B, T2, V);
+  backward(ctx, encoded, batch.max_frames, on_grads_ready);
 }
 
 template <typename Act, typename Acc>
-void Conformer<Act, Acc>::infer(const BatchView& batch, std::vector<float>& logprobs,
-                                std::vector<int32_t>& out_lengths) {
+template <typename Host>
+void Conformer<Act, Acc>::infer_to_host(const BatchView& batch, std::vector<Host>& logprobs,
+                                        std::vector<int32_t>& out_lengths) {
   const int B = batch.batch_size, V = config_.vocab_size;
   const int T2 = prepare(batch);
   LayerContext<Act, Acc> ctx = context(B, T2, 0.0f, 0);
   forward(ctx, batch);
   const size_t n = size_t(B) * T2 * V;
-  if constexpr (std::is_same_v<Acc, float>) {
+  if constexpr (std::is_same_v<Acc, Host>) {
     logprobs.resize(n);
-    backend_.to_host(logprobs.data(), arena_.get(logprobs_), n * sizeof(float));
+    backend_.to_host(logprobs.data(), arena_.get(logprobs_), n * sizeof(Host));
   } else {
     std::vector<Acc> host(n);
     backend_.to_host(host.data(), arena_.get(logprobs_), n * sizeof(Acc));
     logprobs.assign(host.begin(), host.end());
   }
   out_lengths.assign(out_lengths_.begin(), out_lengths_.begin() + B);
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::infer(const BatchView& batch, std::vector<float>& logprobs,
+                                std::vector<int32_t>& out_lengths) {
+  infer_to_host(batch, logprobs, out_lengths);
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::infer(const BatchView& batch, std::vector<double>& logprobs,
+                                std::vector<int32_t>& out_lengths) {
+  infer_to_host(batch, logprobs, out_lengths);
+}
+
+template <typename Act, typename Acc>
+void Conformer<Act, Acc>::backward_from_logits(const double* dlogits) {
+  MPIASR_CHECK(last_encoded_ != nullptr, "backward_from_logits before any forward");
+  const size_t n = size_t(last_batch_) * size_t(last_frames_) * size_t(config_.vocab_size);
+  std::vector<Act> host(n);
+  for (size_t i = 0; i < n; ++i) {
+    if constexpr (std::is_same_v<Act, double>) {
+      host[i] = dlogits[i];
+    } else {
+      host[i] = Act(float(dlogits[i]));  // via float: __half and bfloat16 convert from it
+    }
+  }
+  backend_.to_device(arena_.get(dlogits_), host.data(), n * sizeof(Act));
+  LayerContext<Act, Acc> ctx = context(last_batch_, last_frames_, 0.0f, 0);
+  backward(ctx, last_encoded_, last_input_frames_, {});
 }
 
 template <typename Act, typename Acc>

@@ -2,8 +2,9 @@
 // against central finite differences, the invariances padding must keep
 // (a padded batch equals its utterances one at a time; padded input frames
 // change nothing), the per-layer gradient-ready callbacks, infeasible CTC
-// utterances, the batch checks, the blank statistics of a forward and the
-// parts the parameters are grouped into.
+// utterances, the backward from a given gradient of the logits (the CTC
+// loss's, and the output entropy's against finite differences), the batch checks, the blank
+// statistics of a forward and the parts the parameters are grouped into.
 #include "model/conformer.h"
 
 #include <gtest/gtest.h>
@@ -14,7 +15,9 @@
 #include <vector>
 
 #include "kernels/cpu/cpu_backend.h"
+#include "kernels/cpu/ctc_loss.h"
 #include "kernels/roofline_backend.h"
+#include "model/output_entropy.h"
 #include "tests/model/gradient_check.h"
 #include "tests/model/random_batch.h"
 
@@ -200,6 +203,53 @@ TEST_F(ConformerTest, GradientsReadyLayerByLayerInReverseOrder) {
             calls[subsampling].offset);
   EXPECT_EQ(params.info(params.index_of("encoder.subsampling.conv.2.weight")).offset,
             calls[subsampling + 1].offset);
+}
+
+// backward_from_logits given the CTC loss's gradient of the logits (taken on
+// the host from infer's log-probs) is the training step's backward.
+TEST_F(ConformerTest, BackwardFromTheCtcGradientIsTheTrainingBackward) {
+  Conformer<double, double> model(backend_, tiny_config(), 3, 31, 7);
+  const HostBatch batch = standard_batch();
+  model.params().zero_grad();
+  model.forward_backward(batch, 1.0, 1.0f, false, 0);
+  const std::vector<double> trained = grads_of(model.params());
+
+  std::vector<double> logprobs;
+  std::vector<int32_t> lengths;
+  model.infer(batch, logprobs, lengths);
+  const int T2 = model.output_frames(batch.max_frames);
+  std::vector<double> losses(3), dlogits(logprobs.size()), unscaled(3, 1.0);
+  cpu_ctc_loss<double>(losses.data(), dlogits.data(), logprobs.data(), batch.targets.data(),
+                       batch.target_lengths.data(), lengths.data(), unscaled.data(), 3, T2, kVocab);
+  model.params().zero_grad();
+  model.backward_from_logits(dlogits.data());
+  expect_close(trained, grads_of(model.params()), 1e-12, "gradient");
+}
+
+// The output entropy of one utterance (model/output_entropy.h) through
+// backward_from_logits: its gradient in every tensor against central
+// differences.
+TEST_F(ConformerTest, OutputEntropyGradientMatchesFiniteDifferences) {
+  Conformer<double, double> model(backend_, tiny_config(), 1, 31, 7);
+  const HostBatch batch = make_batch({31}, {{1, 2, 3}}, 31, 5);
+  std::vector<double> logprobs;
+  std::vector<int32_t> lengths;
+  auto entropy = [&](double* dlogits) {
+    model.infer(batch, logprobs, lengths);
+    return output_entropy(logprobs.data(), lengths[0], kVocab, 2.0, dlogits).value;
+  };
+  std::vector<double> dlogits(size_t(model.output_frames(31)) * kVocab);
+  entropy(dlogits.data());
+  ParameterStore<double, double>& params = model.params();
+  params.zero_grad();
+  model.backward_from_logits(dlogits.data());
+  const std::vector<double> grads = grads_of(params);
+  int tensor = 0;
+  for (const ParameterInfo& info : params.infos()) {
+    check_gradient(
+        info.name, grads.data() + info.offset, params.master() + info.offset, info.count,
+        [&] { return entropy(nullptr); }, 2, uint64_t(++tensor));
+  }
 }
 
 TEST_F(ConformerTest, InfeasibleUtterances) {
