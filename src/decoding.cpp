@@ -41,6 +41,20 @@ void add_decoding_options(CLI::App& command, DecodingOptions& options) {
   command.add_option("--lexicon", options.lexicon_path,
                      "word list, one word per line, for --decoder beam: the search writes only "
                      "its words (default: any word)");
+  command
+      .add_option("--adapt-steps", options.adaptation.steps,
+                  "test-time adaptation: before decoding an utterance, take this many Adam "
+                  "steps on the LayerNorm parameters down the entropy of the model's outputs "
+                  "on that utterance alone, then restore them (default 0: none)")
+      ->check(CLI::Range(0, 1000));
+  command
+      .add_option("--adapt-lr", options.adaptation.learning_rate,
+                  "learning rate of --adapt-steps (default 0.001)")
+      ->check(CLI::PositiveNumber);
+  command
+      .add_option("--adapt-temperature", options.adaptation.temperature,
+                  "temperature of the outputs whose entropy --adapt-steps lowers (default 1)")
+      ->check(CLI::PositiveNumber);
 }
 
 Decoder::Decoder(const DecodingOptions& options, const Tokenizer& tokenizer, std::ostream& log) {

@@ -5,7 +5,11 @@
 // command-line options are the same for both commands:
 //
 //   --decoder greedy|beam   --beam N   --lm FILE.arpa   --lm-weight A   --word-bonus B
-//   --lexicon WORDS.txt
+//   --lexicon WORDS.txt     --adapt-steps N   --adapt-lr R   --adapt-temperature T
+//
+// The --adapt options adapt the model to each utterance before it is decoded
+// (src/test_time_adaptation.h), whichever decoder turns its log-probs into
+// tokens.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,14 +24,16 @@
 #include "model/ctc_beam_search.h"
 #include "model/lexicon.h"
 #include "model/ngram_lm.h"
+#include "src/test_time_adaptation.h"
 
 namespace mpiasr {
 
 struct DecodingOptions {
   std::string decoder = "greedy";  // greedy or beam
   BeamSearchOptions beam;
-  std::string lm_path;       // empty: no language model
-  std::string lexicon_path;  // empty: any word
+  std::string lm_path;           // empty: no language model
+  std::string lexicon_path;      // empty: any word
+  AdaptationOptions adaptation;  // steps 0: none
 };
 
 // The tokens of a tokenizer for the beam search: a piece " " separates words,

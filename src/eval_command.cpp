@@ -133,8 +133,8 @@ int run_eval(const EvalOptions& options, const mpi::Context& ctx) {
     outputs = [&](const Batch& batch, const std::vector<float>& logprobs,
                   const std::vector<int32_t>& lengths) { dump.add(batch, logprobs, lengths); };
   }
-  const Recognition result =
-      recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search(), outputs);
+  const Recognition result = recognize(checkpoint, manifest, ctx, threads, log,
+                                       decoder.beam_search(), outputs, options.decoding.adaptation);
   if (!options.dump_logprobs.empty()) {
     dump.write(options.dump_logprobs, manifest, checkpoint.location.dir);
     log << "log-probs: " << options.dump_logprobs << "\n";

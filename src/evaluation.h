@@ -44,6 +44,7 @@
 #include "src/chunked_decoding.h"
 #include "src/config.h"
 #include "src/feature_pipeline.h"
+#include "src/test_time_adaptation.h"
 
 namespace mpiasr {
 
@@ -99,7 +100,9 @@ using BatchOutputs = std::function<void(const Batch& batch, const std::vector<fl
 // decoding and loss taken as its log-probs come (the beam search keeps its
 // log-probs whole); with `outputs`, which sees whole batches, it goes
 // through the loader whole. Appends each utterance's hypothesis to
-// `hypotheses` when not null.
+// `hypotheses` when not null. With `adaptation` (batches of one utterance),
+// each utterance's log-probs come from the weights adapted to it
+// (src/test_time_adaptation.h); one decoded in windows is not adapted.
 template <typename Act, typename Acc>
 EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           std::vector<std::vector<size_t>> batches, const Manifest& manifest,
@@ -107,7 +110,8 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
                           std::vector<Hypothesis>* hypotheses,
                           const EvaluationProgress& progress = {},
                           const CtcBeamSearch* beam_search = nullptr,
-                          const BatchOutputs& outputs = {}) {
+                          const BatchOutputs& outputs = {},
+                          TestTimeAdaptation<Act, Acc>* adaptation = nullptr) {
   EvaluationTotals totals;
   const int V = model.config().vocab_size;
   const TextNormalizeOptions kCollapseSpaces{false, false, true, true};
@@ -182,6 +186,8 @@ EvaluationTotals evaluate(Conformer<Act, Acc>& model, Loader& loader,
       infer_in_windows(model, batch.features.data(), batch.max_frames, batch.n_mels, windowing,
                        first, logprobs);
       lengths.assign(1, T2);
+    } else if (T2 >= 1 && adaptation) {
+      adaptation->infer(model_input(batch), logprobs, lengths);
     } else if (T2 >= 1) {  // else no utterance gives an output frame: each decodes to nothing
       model.infer(model_input(batch), logprobs, lengths);
     }

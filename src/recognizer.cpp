@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
+#include <optional>
 #include <sstream>
 
 #include "io/checkpoint.h"
@@ -108,13 +109,16 @@ CheckpointModel load_checkpoint_model(const std::string& path, std::ostream& log
 
 Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifest,
                       const mpi::Context& ctx, int threads, std::ostream& log,
-                      const CtcBeamSearch* beam_search, const BatchOutputs& outputs) {
+                      const CtcBeamSearch* beam_search, const BatchOutputs& outputs,
+                      const AdaptationOptions& adaptation) {
   const Config& config = checkpoint.config;
   FeaturePipeline features(config, FeatureUse::kEvaluation, checkpoint.cmvn_path);
   const std::vector<double> durations = utterance_durations(manifest);
   const DecodeWindowing windowing = decode_windowing(config, features.fbank);
+  BatchingConfig batching = config.batching;
+  if (adaptation.steps > 0) batching.max_batch_utterances = batching.batch_size = 1;
   std::vector<std::vector<size_t>> batches = evaluation_batches(
-      durations, config.batching, ctx.world_rank(), ctx.world_size(), windowing.seconds);
+      durations, batching, ctx.world_rank(), ctx.world_size(), windowing.seconds);
   std::vector<BatchShape> shapes =
       evaluation_batch_shapes(batches, durations, features.fbank, windowing);
   if (shapes.empty()) shapes.push_back({1, windowing.window});  // this rank has no utterance
@@ -127,6 +131,17 @@ Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifes
       << " s are decoded in windows\n"
       << std::defaultfloat;
   model.params().import_masters(checkpoint.weights, checkpoint.location.dir + "/" + kModelFile);
+  std::optional<TestTimeAdaptation<float, float>> adapt;
+  if (adaptation.steps > 0) {
+    adapt.emplace(model, adaptation);
+    std::ostringstream line;  // the default precision, whatever log's is
+    line << "test-time adaptation: " << adaptation.steps << " Adam steps at learning rate "
+         << adaptation.learning_rate << " on the output entropy at temperature "
+         << adaptation.temperature << ", " << adapt->adapted_parameters()
+         << " LayerNorm parameters, for each utterance alone (those over " << windowing.seconds
+         << " s, decoded in windows, are not adapted)\n";
+    log << line.str();
+  }
   Loader loader(manifest, *checkpoint.tokenizer, features.fbank, features.global_cmvn(),
                 features.loader);
 
@@ -143,8 +158,9 @@ Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifes
   };
   std::vector<Hypothesis> local;
   Recognition recognition;
-  recognition.totals = evaluate(model, loader, std::move(batches), manifest, *checkpoint.tokenizer,
-                                windowing, &local, progress, beam_search, outputs);
+  recognition.totals =
+      evaluate(model, loader, std::move(batches), manifest, *checkpoint.tokenizer, windowing,
+               &local, progress, beam_search, outputs, adapt ? &*adapt : nullptr);
   allreduce_totals(ctx, recognition.totals);
   recognition.hypotheses = gather_hypotheses(ctx, std::move(local));
   recognition.seconds = throttle.elapsed();

@@ -21,6 +21,7 @@
 #include "mpi/context.h"
 #include "src/config.h"
 #include "src/evaluation.h"
+#include "src/test_time_adaptation.h"
 #include "src/training_checkpoint.h"
 
 namespace mpiasr {
@@ -51,9 +52,12 @@ struct Recognition {
 
 // Decodes every utterance of `manifest` (collective), greedily or with
 // `beam_search` when not null; `outputs`, when set, sees every batch's
-// log-probs. Progress lines go to `log` on world rank 0 every few seconds.
+// log-probs. With adaptation.steps > 0 every utterance is adapted to
+// (src/test_time_adaptation.h) and decoded alone. Progress lines go to `log`
+// on world rank 0 every few seconds.
 Recognition recognize(const CheckpointModel& checkpoint, const Manifest& manifest,
                       const mpi::Context& ctx, int threads, std::ostream& log,
-                      const CtcBeamSearch* beam_search = nullptr, const BatchOutputs& outputs = {});
+                      const CtcBeamSearch* beam_search = nullptr, const BatchOutputs& outputs = {},
+                      const AdaptationOptions& adaptation = {});
 
 }  // namespace mpiasr

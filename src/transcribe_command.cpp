@@ -80,8 +80,8 @@ int run_transcribe(const TranscribeOptions& options, const mpi::Context& ctx) {
     }
   }
   const Decoder decoder(options.decoding, *checkpoint.tokenizer, log);
-  const Recognition result =
-      recognize(checkpoint, manifest, ctx, threads, log, decoder.beam_search());
+  const Recognition result = recognize(checkpoint, manifest, ctx, threads, log,
+                                       decoder.beam_search(), {}, options.decoding.adaptation);
   if (ctx.is_main()) {
     for (const Hypothesis& h : result.hypotheses) {
       std::cout << manifest.utterances[h.utterance].audio_path << '\t' << h.text << '\n';

@@ -16,6 +16,13 @@ Prints one line per check and exits 1 when one fails.
 
 Runs in float64 by default, so the differences measure mpiasr's float32
 arithmetic; --float32 runs the module as a float32 deployment would.
+
+With --adapt-steps N (a dump of `mpiasr eval --adapt-steps N`, whose batches
+hold one utterance each) the module is adapted to each utterance as
+src/test_time_adaptation.h adapts mpiasr's, by torch.optim.Adam on its
+LayerNorm parameters and autograd, starting from the checkpoint's weights
+every time, and its adapted log-probs must match; the adaptation must also
+move them by more than 10 times the tolerance, or the check proves nothing.
 """
 
 import argparse
@@ -48,6 +55,26 @@ def read_wav(path, offset, duration, sample_rate):
     return data[first:last].astype(np.float32)
 
 
+def adapt(model, features, lengths, steps, learning_rate, temperature):
+    """Test-time adaptation as mpiasr's: steps Adam steps (no weight decay) on
+    every LayerNorm parameter down the mean entropy of softmax(log-probs /
+    temperature) over the frames whose best output is not the blank (all
+    frames when none is), for one utterance."""
+    norms = [p for m in model.modules() if isinstance(m, torch.nn.LayerNorm) for p in m.parameters()]
+    optimizer = torch.optim.Adam(norms, lr=learning_rate, betas=(0.9, 0.999), eps=1e-8)
+    for _ in range(steps):
+        logprobs, out_lengths = model(features, lengths)
+        frames = logprobs[0, :int(out_lengths[0])]
+        q = torch.log_softmax(frames / temperature, dim=-1)
+        entropy = -(q.exp() * q).sum(-1)
+        used = frames.argmax(-1) != 0
+        if not used.any():
+            used = torch.ones_like(used)
+        optimizer.zero_grad()
+        entropy[used].mean().backward()
+        optimizer.step()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ckpt", help="a step-NNNNNNNN checkpoint folder (default: the one "
@@ -58,6 +85,11 @@ def main():
     parser.add_argument("--feature-tolerance", type=float, default=1e-3,
                         help="largest absolute difference of the normalized features (1e-3)")
     parser.add_argument("--float32", action="store_true", help="run the module in float32")
+    parser.add_argument("--adapt-steps", type=int, default=0,
+                        help="the dump's test-time adaptation steps (eval --adapt-steps)")
+    parser.add_argument("--adapt-lr", type=float, default=1e-3, help="eval --adapt-lr")
+    parser.add_argument("--adapt-temperature", type=float, default=1.0,
+                        help="eval --adapt-temperature")
     parser.add_argument("--n-heads", type=int, help="attention heads, for model files without "
                         "the architecture metadata (presets: tiny 2, small 4, medium 4, large 8)")
     args = parser.parse_args()
@@ -76,14 +108,28 @@ def main():
     batches = sorted({int(name.split(".")[1]) for name in tensors})
     failed = False
 
-    worst_logprob, frames_checked = 0.0, 0
+    worst_logprob, frames_checked, least_moved = 0.0, 0, float("inf")
+    checkpoint_weights = {name: value.clone() for name, value in model.state_dict().items()}
     worst_feature, worst_end_to_end, features_checked = 0.0, 0.0, 0
     for k in batches:
         get = lambda name: tensors[f"batch.{k}.{name}"]  # noqa: E731
         features, lengths = get("features"), get("frame_lengths").long()
         expected, expected_lengths = get("logprobs"), get("output_lengths").long()
+        if args.adapt_steps:
+            if features.shape[0] != 1:
+                parser.error(f"batch {k} holds {features.shape[0]} utterances: --adapt-steps "
+                             "needs the dump of an eval with --adapt-steps")
+            model.load_state_dict(checkpoint_weights)
+            with torch.no_grad():
+                unadapted, _ = model(features.to(dtype), lengths)
+            adapt(model, features.to(dtype), lengths, args.adapt_steps, args.adapt_lr,
+                  args.adapt_temperature)
         with torch.no_grad():
             logprobs, out_lengths = model(features.to(dtype), lengths)
+        if args.adapt_steps:
+            length = int(out_lengths[0])
+            least_moved = min(least_moved, float(
+                (logprobs[0, :length] - unadapted[0, :length]).abs().max()))
         if not torch.equal(out_lengths, expected_lengths):
             print(f"batch {k}: output lengths {out_lengths.tolist()} != mpiasr's "
                   f"{expected_lengths.tolist()}")
@@ -117,6 +163,12 @@ def main():
           f"{frames_checked} frames of {len(batches)} batches "
           f"({'ok' if ok else 'FAIL'}, tolerance {args.tolerance:g})")
     failed = failed or not ok
+    if args.adapt_steps:
+        ok = least_moved > 10 * args.tolerance
+        print(f"adaptation: {args.adapt_steps} steps moved every utterance's log-probs by at "
+              f"least {least_moved:.3g} (max |difference| per utterance; "
+              f"{'ok' if ok else 'FAIL'}, more than 10 x the tolerance)")
+        failed = failed or not ok
     if features_checked:
         ok = worst_feature <= args.feature_tolerance
         print(f"features from the audio: max |difference| {worst_feature:.3g} over "

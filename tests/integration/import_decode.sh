@@ -9,7 +9,9 @@
 # transcripts; eval with --decoder beam --beam 1 writes the same hypotheses as
 # greedy decoding, with --lm runs the beam search with the language model,
 # and with --lexicon writes only the lexicon's words (those of the training
-# transcripts); transcribe takes the same options. Bad input exits with the
+# transcripts); with --adapt-steps at a learning rate of 1e-30 (test-time
+# adaptation that moves no weight) it writes the greedy hypotheses again;
+# transcribe takes the same options. Bad input exits with the
 # code of its kind and names the culprit.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib/train_runs.sh"
@@ -153,6 +155,21 @@ run_ok "$work/beam1.log" "$mpiasr" "${eval_args[@]}" --decoder beam --beam 1 --o
 expect_line "$work/beam1.log" '^decoder: beam 1, word bonus 0$' "eval --beam 1"
 diff "$work/greedy.tsv" "$work/beam1.tsv" || fail "beam 1 differs from greedy decoding"
 (($(cut -f3 "$work/greedy.tsv" | grep -c '[a-z]') > 0)) || fail "every hypothesis is empty: train longer"
+
+# Test-time adaptation at a learning rate too small to move a float weight
+# (1e-30): every utterance decoded alone, its adapted weights put back, and
+# the hypotheses those of the greedy decoding of the batches; at 1e-2 every
+# utterance is decoded.
+run_ok "$work/adapt_none.log" "$mpiasr" "${eval_args[@]}" --adapt-steps 2 --adapt-lr 1e-30 \
+  --out "$work/adapt_none.tsv"
+expect_line "$work/adapt_none.log" \
+  '^test-time adaptation: 2 Adam steps at learning rate 1e-30 .*, [0-9]+ LayerNorm parameters' \
+  "eval --adapt-steps"
+diff "$work/greedy.tsv" "$work/adapt_none.tsv" || fail "adaptation at learning rate 1e-30 changed hypotheses"
+run_ok "$work/adapt.log" "$mpiasr" "${eval_args[@]}" --adapt-steps 3 --adapt-lr 1e-2 \
+  --out "$work/adapt.tsv"
+(($(wc -l <"$work/adapt.tsv") == n + 1)) || fail "eval --adapt-steps wrote $(wc -l <"$work/adapt.tsv") lines"
+grep -E '^(test-time|CER|WER)' "$work/adapt.log"
 
 # The beam search with the language model.
 run_ok "$work/beam_lm.log" "$mpiasr" "${eval_args[@]}" --decoder beam --beam 8 --lm "$work/lm.arpa" \

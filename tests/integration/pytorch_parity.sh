@@ -7,7 +7,8 @@
 # runs scripts/pytorch/check_parity.py on Debian's python3 with python3-torch:
 # the plain PyTorch Conformer-CTC loaded from model.safetensors must give
 # mpiasr's log-probabilities within 1e-4 on every valid frame, and its front
-# end mpiasr's features from the WAV files within 1e-3.
+# end mpiasr's features from the WAV files within 1e-3; adapted to each
+# utterance (eval --adapt-steps), the two models' log-probs within 1e-4.
 set -euo pipefail
 build_dir="$(cd "$1" && pwd)"
 source_dir="$(cd "$2" && pwd)"
@@ -46,4 +47,13 @@ checkpoint="$work/run/checkpoints/step-00000040"
 "$python" "$source_dir/scripts/pytorch/check_parity.py" --dump "$work/dump.safetensors" |
   tee "$work/parity.log" || fail "PyTorch does not reproduce mpiasr"
 grep -q "^features from the audio: .*(ok" "$work/parity.log" || fail "the features were not checked"
+
+# Test-time adaptation: the PyTorch module adapted by torch.optim.Adam and
+# autograd gives the log-probs of mpiasr's adapted model.
+"$mpiasr" eval --ckpt "$checkpoint" --manifest "$corpus/train.tsv" --threads 1 \
+  --adapt-steps 3 --adapt-lr 1e-2 --dump-logprobs "$work/adapted.safetensors" \
+  >"$work/eval_adapted.log" 2>&1 || { cat "$work/eval_adapted.log"; fail "eval --adapt-steps exited with $?"; }
+"$python" "$source_dir/scripts/pytorch/check_parity.py" --dump "$work/adapted.safetensors" \
+  --adapt-steps 3 --adapt-lr 1e-2 | tee "$work/parity_adapted.log" ||
+  fail "PyTorch's adaptation does not reproduce mpiasr's"
 echo "PyTorch parity: ok"
