@@ -9,7 +9,7 @@
 // on no other utterance, batch, rank or order.
 //
 //   theta  the LayerNorm parameters (ParameterKind kNormWeight and kNormBias:
-//          every block's five norms), all other weights fixed
+//          every block's six norms), all other weights fixed
 //   for s = 1 .. steps:
 //     J = output_entropy(model(x; theta), temperature)
 //     theta = Adam(theta, dJ/dtheta; learning_rate, beta1 0.9, beta2 0.999,
