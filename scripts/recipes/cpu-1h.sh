@@ -12,12 +12,12 @@
 #      valid-unseen, into runs/cpu-1h;
 #   5. evaluates the best checkpoint (by valid-unseen CER) on test-seen and
 #      test-unseen, separately: greedy decoding, and the beam search (beam
-#      512) with a 3-gram LM of the corpus's text less its valid and test
+#      2048) with a 3-gram LM of the corpus's text less its valid and test
 #      sentences (lm-text.txt; weight 0.8, word bonus 3) and the system word
 #      list as its lexicon (docs/decoding.md); then both again with the model
 #      adapted to each utterance before it is decoded (test-time adaptation:
-#      --adapt-steps 10 --adapt-lr 3e-3 --adapt-temperature 2.5, and LM
-#      weight 1.1 for its sharper outputs, chosen on valid-unseen;
+#      --adapt-steps 10 --adapt-temperature 2.5 and --adapt-lr 3e-3 greedy,
+#      1e-3 with the LM, chosen on valid-unseen;
 #      docs/decoding.md#test-time-adaptation);
 #   6. draws valid-unseen CER against wall-clock minutes (cer-minutes.png) and
 #      the usual curves against steps (metrics.png), and writes summary.txt
@@ -115,19 +115,19 @@ if [[ ! -s $corpus/lm-text.txt ]]; then
 fi
 train_lm "$run" "$corpus/lm-text.txt"
 word_list_lexicon "$run"
-lexicon_search=(--decoder beam --beam 512 --lm "$run/lm3.arpa" --word-bonus 3
+lexicon_search=(--decoder beam --beam 2048 --lm "$run/lm3.arpa" --lm-weight 0.8 --word-bonus 3
   --lexicon "$run/lexicon.txt")
-adaptation=(--adapt-steps 10 --adapt-lr 3e-3 --adapt-temperature 2.5)
+adaptation=(--adapt-steps 10 --adapt-temperature 2.5)
 for split in test-seen test-unseen; do
   stamp "evaluation of the best checkpoint on $split, greedy"
   evaluate "$run" "$corpus/$split.tsv" "$run/$split"
   stamp "evaluation of the best checkpoint on $split, beam search with the LM and the lexicon"
-  evaluate "$run" "$corpus/$split.tsv" "$run/$split-lexicon" "${lexicon_search[@]}" --lm-weight 0.8
+  evaluate "$run" "$corpus/$split.tsv" "$run/$split-lexicon" "${lexicon_search[@]}"
   stamp "evaluation on $split adapted to each utterance, greedy"
-  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted" "${adaptation[@]}"
+  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted" "${adaptation[@]}" --adapt-lr 3e-3
   stamp "evaluation on $split adapted to each utterance, beam search with the LM and the lexicon"
   evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted-lexicon" "${adaptation[@]}" \
-    "${lexicon_search[@]}" --lm-weight 1.1
+    --adapt-lr 1e-3 "${lexicon_search[@]}"
 done
 
 stamp "plots"
@@ -160,10 +160,10 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "beam search, LM and lexicon:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-lexicon-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-lexicon-eval.log" | tr '\n' ' ')"
-  echo "adapted to each utterance (${adaptation[*]}), greedy:"
+  echo "adapted to each utterance (${adaptation[*]} --adapt-lr 3e-3), greedy:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-adapted-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-adapted-eval.log" | tr '\n' ' ')"
-  echo "adapted, beam search, LM and lexicon:"
+  echo "adapted (--adapt-lr 1e-3), beam search, LM and lexicon:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-adapted-lexicon-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-adapted-lexicon-eval.log" | tr '\n' ' ')"
   echo "| setting | commit | steps | minutes | valid-unseen CER | test-seen CER | test-unseen CER |"
