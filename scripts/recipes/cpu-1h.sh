@@ -117,17 +117,18 @@ train_lm "$run" "$corpus/lm-text.txt"
 word_list_lexicon "$run"
 lexicon_search=(--decoder beam --beam 2048 --lm "$run/lm3.arpa" --lm-weight 0.8 --word-bonus 3
   --lexicon "$run/lexicon.txt")
-adaptation=(--adapt-steps 10 --adapt-temperature 2.5)
+greedy_adaptation=(--adapt-steps 10 --adapt-lr 3e-3 --adapt-temperature 2.5)
+search_adaptation=(--adapt-steps 10 --adapt-lr 1e-3 --adapt-temperature 2.5)
 for split in test-seen test-unseen; do
   stamp "evaluation of the best checkpoint on $split, greedy"
   evaluate "$run" "$corpus/$split.tsv" "$run/$split"
   stamp "evaluation of the best checkpoint on $split, beam search with the LM and the lexicon"
   evaluate "$run" "$corpus/$split.tsv" "$run/$split-lexicon" "${lexicon_search[@]}"
   stamp "evaluation on $split adapted to each utterance, greedy"
-  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted" "${adaptation[@]}" --adapt-lr 3e-3
+  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted" "${greedy_adaptation[@]}"
   stamp "evaluation on $split adapted to each utterance, beam search with the LM and the lexicon"
-  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted-lexicon" "${adaptation[@]}" \
-    --adapt-lr 1e-3 "${lexicon_search[@]}"
+  evaluate "$run" "$corpus/$split.tsv" "$run/$split-adapted-lexicon" "${search_adaptation[@]}" \
+    "${lexicon_search[@]}"
 done
 
 stamp "plots"
@@ -160,10 +161,10 @@ cpu=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
   echo "beam search, LM and lexicon:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-lexicon-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-lexicon-eval.log" | tr '\n' ' ')"
-  echo "adapted to each utterance (${adaptation[*]} --adapt-lr 3e-3), greedy:"
+  echo "adapted to each utterance (${greedy_adaptation[*]}), greedy:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-adapted-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-adapted-eval.log" | tr '\n' ' ')"
-  echo "adapted (--adapt-lr 1e-3), beam search, LM and lexicon:"
+  echo "adapted (${search_adaptation[*]}), beam search, LM and lexicon:"
   echo "test-seen:   $(grep -E '^(CER|WER) ' "$run/test-seen-adapted-lexicon-eval.log" | tr '\n' ' ')"
   echo "test-unseen: $(grep -E '^(CER|WER) ' "$run/test-unseen-adapted-lexicon-eval.log" | tr '\n' ' ')"
   echo "| setting | commit | steps | minutes | valid-unseen CER | test-seen CER | test-unseen CER |"
